@@ -1,0 +1,52 @@
+# volta.serving: the two commands (see README.md) and the steps they are made of.
+# Everything runs as root on Debian 12 and installs what it needs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_INJECT_FACT_VARS := false
+SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+
+.PHONY: test fast demo demo-clean setup lab lint unit sanity molecule clean
+
+## make test: everything (lint, unit, sanity, every molecule scenario)
+test: setup lint unit sanity molecule
+	@echo "make test: all passed"
+
+## make fast: lint + unit tests, for the edit loop (under 2 minutes)
+fast: setup lint unit
+
+setup:
+	@tests/lab/setup-controller
+
+lab: setup
+	@$(BIN)/python tests/lab/labctl up
+
+lint: setup
+	yamllint --strict .
+	ruff check .
+	ansible-lint
+
+unit: setup
+	@tests/unit/run
+
+sanity: setup
+	@tests/sanity/run
+
+molecule: lab
+	@for s in $(SCENARIOS); do \
+	  echo "=== molecule test -s $$s"; \
+	  molecule test -s $$s || exit 1; \
+	done
+
+## make demo: the simulated lab (two V100 servers) and site.yml against it
+demo: lab
+	@tests/lab/demo up
+
+demo-clean: setup
+	@tests/lab/demo down
+	@$(BIN)/python tests/lab/labctl down
+
+clean: demo-clean
+	rm -rf tests/lab/.build .cache $(VENV)
