@@ -1,0 +1,173 @@
+"""`vllm` CLI of the volta.serving test-lab stand-in.
+
+Accepts exactly the options the real `vllm serve` of this version accepts
+(flag data derived from the real parser, embedded in build.json) and rejects
+the rest the way argparse does (exit 2).  `serve` then checks what the real
+server would trip over at start-up (torch present and of the pinned version,
+an attention backend vLLM knows, a GPU the torch build supports, one NCCL
+wheel for multi-GPU), "loads" for VOLTA_LAB_LOAD_SECONDS (default 3) and
+serves the simulator.
+"""
+
+import importlib.metadata
+import os
+import sys
+import time
+
+from vllm._volta_lab import argv as lab_argv
+from vllm._volta_lab import build_info, log
+
+DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+
+
+def _help(build, prog):
+    flags = build["flags"]
+    out = [f"usage: {flags.get('usage', 'vllm serve [model_tag] [options]')}", "",
+           f"volta.serving test-lab stand-in for {build['dist']} {build['version']} "
+           "(simulator, not the real vLLM).", "", "options:"]
+    seen = set()
+    for opt, spec in flags["options"].items():
+        key = tuple(spec.get("option_strings") or [opt])
+        if key in seen:
+            continue
+        seen.add(key)
+        arg = "" if not spec["takes_value"] else (
+            " {" + ",".join(map(str, spec["choices"])) + "}" if spec["choices"]
+            else " " + spec["dest"].upper())
+        out.append(f"  {', '.join(key)}{arg}")
+    print("\n".join(out))
+    return 0
+
+
+def _human_int(value, default):
+    if value is None or str(value).lower() == "auto":
+        return default
+    text = str(value).strip()
+    mult = {"k": 1000, "K": 1024, "m": 1000 ** 2, "M": 1024 ** 2, "g": 1000 ** 3,
+            "G": 1024 ** 3}
+    try:
+        if text and text[-1] in mult:
+            return int(float(text[:-1]) * mult[text[-1]])
+        return int(text)
+    except ValueError:
+        return default
+
+
+def _fail(where, exc_line):
+    log.error(where, exc_line)
+    sys.stderr.write(exc_line + "\n")
+    return 1
+
+
+def _startup_checks(build, args):
+    """What the real server would die of before binding its port."""
+    backends = build.get("attention_backends") or []
+    backend = args.get("attention_backend")
+    if backend and backends and backend.upper() not in backends:
+        return _fail("arg_utils.py:1", (
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+            f"AttentionConfig\nbackend\n  Value error, Invalid value '{backend}'. "
+            f"Valid options are: {', '.join(backends)}"))
+    if os.environ.get("VOLTA_LAB_SKIP_TORCH_CHECK") == "1":
+        return 0
+    try:
+        import torch
+    except ImportError:
+        return _fail("__init__.py:1", "ModuleNotFoundError: No module named 'torch'")
+    pin = build.get("torch_pin")
+    have = str(getattr(torch, "__version__", "")).split("+", 1)[0]
+    if pin and have != pin:
+        return _fail("__init__.py:1", (
+            f"ImportError: {os.path.dirname(os.path.dirname(__file__))}/_C.abi3.so: "
+            "undefined symbol: _ZN3c1013MessageLogger6streamB5cxx11Ev "
+            f"(volta lab: this vLLM was built for torch=={pin}, found torch {have})"))
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_available():
+        major, minor = cuda.get_device_capability()
+        arch = f"sm_{major}{minor}"
+        if arch not in cuda.get_arch_list():
+            return _fail("gpu_worker.py:1", (
+                "RuntimeError: CUDA error: no kernel image is available for execution "
+                f"on the device (volta lab: {arch} not in torch arch list "
+                f"{' '.join(cuda.get_arch_list())})"))
+    world = int(args.get("tensor_parallel_size") or 1) * int(args.get("pipeline_parallel_size") or 1)
+    if world > 1:
+        nccl = sorted({d.metadata["Name"] for d in importlib.metadata.distributions()
+                       if (d.metadata["Name"] or "").lower().replace("_", "-").startswith("nvidia-nccl-")})
+        if len(nccl) > 1:
+            return _fail("pynccl.py:1", (
+                "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO "
+                f"for details) (volta lab: {len(nccl)} NCCL wheels installed: "
+                f"{', '.join(nccl)}; torch.cuda.nccl.version()="
+                f"{getattr(getattr(cuda, 'nccl', None), 'version', lambda: None)()})"))
+    return 0
+
+
+def serve_main(argv, mode="serve"):
+    build = build_info()
+    try:
+        args = lab_argv.parse(list(argv), build["flags"], mode)
+    except lab_argv.ArgvError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        return 2
+    if args.get("help"):
+        return _help(build, mode)
+
+    model = args.get("model_tag") or args.get("model") or DEFAULT_MODEL
+    served = args.get("served_model_name") or [model]
+    host = args.get("host") or ""
+    port = int(args.get("port") or 8000)
+    tokens = args.get("api_key") or [os.environ.get("VLLM_API_KEY")]
+    max_len = _human_int(args.get("max_model_len"), 4096)
+
+    log.info("utils.py:299", f"vLLM server version {build['version']}, serving model {model}")
+    shown = {k: v for k, v in args.items() if k not in ("model",)}
+    log.info("utils.py:233", f"non-default args: {shown}")
+    log.warning("__init__.py:1", (f"volta.serving test-lab stand-in ({build['dist']} "
+                                  f"{build['version']}): simulator, no model is loaded"))
+    rc = _startup_checks(build, args)
+    if rc:
+        return rc
+
+    from vllm._volta_lab import server
+
+    try:
+        srv = server.bind(host, port)
+    except OSError as exc:
+        return _fail("api_server.py:1", f"OSError: [Errno {exc.errno}] {exc.strerror}")
+    delay = float(os.environ.get("VOLTA_LAB_LOAD_SECONDS", "3"))
+    log.info("gpu_model_runner.py:1", f"Starting to load model {model}...")
+    time.sleep(max(0.0, delay))
+    log.info("default_loader.py:1", f"Loading weights took {delay:.2f} seconds")
+    log.info("api_server.py:1", "Supported tasks: ['generate']")
+    host_part = f"[{host}]" if ":" in host else (host or "0.0.0.0")  # noqa: S104  how vLLM names its default bind
+    state = server.State(build, served, model, max_len, tokens)
+    server.serve(srv, state, f"http://{host_part}:{port}")
+    return 0
+
+
+def main(argv):
+    build = build_info()
+    flags = build["flags"]
+    subcommands = flags.get("subcommands") or ["serve"]
+    top_usage = flags.get("top_usage", "usage: vllm [-h] [-v] {serve} ...")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(top_usage)
+        print(f"\nvLLM CLI (volta.serving test-lab stand-in for {build['dist']} "
+              f"{build['version']}; only `serve` is simulated)")
+        return 0
+    if argv[0] in ("-v", "--version"):
+        print(build["version"])
+        return 0
+    if argv[0] == "serve":
+        return serve_main(argv[1:], "serve")
+    if argv[0].startswith("-"):
+        sys.stderr.write(f"{top_usage}\nvllm: error: unrecognized arguments: {' '.join(argv)}\n")
+        return 2
+    if argv[0] not in subcommands:
+        choices = ", ".join(repr(c) for c in subcommands)
+        sys.stderr.write(f"{top_usage}\nvllm: error: argument subparser: invalid choice: "
+                         f"{argv[0]!r} (choose from {choices})\n")
+        return 2
+    sys.stderr.write(f"vllm {argv[0]}: not simulated by the volta.serving test-lab stand-in\n")
+    return 2
