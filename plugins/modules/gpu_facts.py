@@ -1,0 +1,248 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpu_facts
+short_description: Gather NVIDIA GPU, NVLink and driver facts from nvidia-smi
+description:
+  - Runs C(nvidia-smi --query-gpu=...) and C(nvidia-smi topo -m) and reads C(/proc/driver/nvidia/version),
+    then returns the result as the C(volta_gpu) fact.
+  - Read-only; never changes the host.
+  - A host without a working driver is not an error. The RV(ansible_facts.volta_gpu.status) key of the fact says
+    why no GPU is listed (no driver loaded or C(nvidia-smi) missing, a loaded kernel module that does not
+    match the user-space library, or a driver that finds no usable GPU).
+  - Output that is none of the known formats fails the task, quoting the line that could not be read.
+author:
+  - volta.serving contributors (!UNKNOWN)
+options:
+  nvidia_smi:
+    description:
+      - The C(nvidia-smi) program, as a name looked up in E(PATH) (and the usual sbin directories)
+        or as an absolute path.
+      - When it cannot be found the fact reports RV(ansible_facts.volta_gpu.status=no_driver).
+    type: str
+    default: nvidia-smi
+  proc_version_path:
+    description:
+      - The file that describes the loaded NVIDIA kernel module.
+      - When it does not exist, RV(ansible_facts.volta_gpu.loaded_driver_version) and
+        RV(ansible_facts.volta_gpu.kernel_module) are V(null).
+    type: path
+    default: /proc/driver/nvidia/version
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; it runs the same way in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to show.
+  facts:
+    support: full
+    description: Returns the C(volta_gpu) fact under C(ansible_facts).
+notes:
+  - Compute capabilities are strings such as V(7.0); compare them with the C(version) test, not as strings.
+seealso:
+  - name: nvidia-smi documentation
+    description: NVIDIA System Management Interface.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  volta.serving.gpu_facts:
+
+- name: Require the 580 driver to be loaded and usable
+  ansible.builtin.assert:
+    that:
+      - ansible_facts['volta_gpu']['status'] == 'ok'
+      - ansible_facts['volta_gpu']['driver_version'] is version('580', '>=')
+      - ansible_facts['volta_gpu']['driver_version'] is version('590', '<')
+    fail_msg: "{{ ansible_facts['volta_gpu']['message'] }}"
+
+- name: Use an nvidia-smi that is not on PATH
+  volta.serving.gpu_facts:
+    nvidia_smi: /usr/local/bin/nvidia-smi
+
+- name: Tensor-parallel groups must stay inside one NVLink island
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts['volta_gpu']['nvlink_islands'] }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    volta_gpu:
+      description: GPU, NVLink and driver facts. Every key is always present.
+      returned: always
+      type: dict
+      contains:
+        status:
+          description:
+            - V(ok) when nvidia-smi listed GPUs.
+            - V(no_driver) when nvidia-smi is missing, its library is missing, or no kernel module is loaded.
+            - V(driver_mismatch) when the loaded kernel module and the user-space library differ
+              (typically after a driver upgrade, until reboot).
+            - V(no_devices) when the driver runs but finds no usable GPU (for example a driver newer than
+              the 580 branch, or the open kernel modules, on Volta GPUs).
+          type: str
+          returned: always
+          sample: ok
+        message:
+          description: One human-readable line about the status.
+          type: str
+          returned: always
+          sample: 10 GPU(s) found
+        gpu_count:
+          description: Number of GPUs listed (0 unless RV(ansible_facts.volta_gpu.status=ok)).
+          type: int
+          returned: always
+          sample: 10
+        gpus:
+          description: One entry per GPU, sorted by index.
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            index:
+              description: nvidia-smi index.
+              type: int
+              sample: 0
+            pci_bus_id:
+              description: PCI bus id as nvidia-smi prints it.
+              type: str
+              sample: "00000000:18:00.0"
+            name:
+              description: Product name.
+              type: str
+              sample: Tesla V100-SXM2-32GB
+            uuid:
+              description: GPU UUID.
+              type: str
+              sample: GPU-00000000-0000-0000-0000-000000000000
+            compute_capability:
+              description: CUDA compute capability as C(<major>.<minor>).
+              type: str
+              sample: "7.0"
+            memory_total_mib:
+              description: Total memory in MiB.
+              type: int
+              sample: 32768
+            driver_version:
+              description: Driver version nvidia-smi reports for this GPU.
+              type: str
+              sample: 580.95.05
+            persistence_mode:
+              description: Whether persistence mode is enabled.
+              type: bool
+              sample: false
+        nvlink_islands:
+          description:
+            - Groups of GPU indexes joined by NVLink (connected components of the C(NV#) links in
+              C(nvidia-smi topo -m)), each of at least two GPUs, sorted.
+          type: list
+          elements: list
+          returned: always
+          sample: [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+        pcie_only:
+          description:
+            - V(true) when no GPU has an NVLink to another.
+            - V(null) unless RV(ansible_facts.volta_gpu.status=ok).
+          type: bool
+          returned: always
+          sample: false
+        driver_version:
+          description:
+            - User-space driver version nvidia-smi reports.
+            - On RV(ansible_facts.volta_gpu.status=driver_mismatch), the NVML library version nvidia-smi
+              prints (major.minor only).
+            - V(null) when unknown.
+          type: str
+          returned: always
+          sample: 580.95.05
+        loaded_driver_version:
+          description: Version of the loaded kernel module from O(proc_version_path); V(null) when none is loaded.
+          type: str
+          returned: always
+          sample: 580.95.05
+        kernel_module:
+          description: V(open) or V(proprietary) kernel module flavour; V(null) when none is loaded.
+          type: str
+          returned: always
+          sample: proprietary
+        min_compute_capability:
+          description: Lowest compute capability among the GPUs; V(null) when there are none.
+          type: str
+          returned: always
+          sample: "7.0"
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import (
+    QUERY_ARGS,
+    TOPO_ARGS,
+    GpuFactsError,
+    build_facts,
+    missing_binary_facts,
+    needs_topology,
+)
+
+
+def _find_nvidia_smi(module, name):
+    if os.sep in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return module.get_bin_path(name, opt_dirs=["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"])
+
+
+def _read_proc_version(module, path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        module.fail_json(msg=f"Cannot read {path}: {exc}")
+
+
+def _run(module, binary, args):
+    """Run nvidia-smi; on failure its message may be on either stream, so return both."""
+    rc, out, err = module.run_command([binary, *args], check_rc=False)
+    if rc == 0:
+        return rc, out
+    return rc, "\n".join(part for part in (out, err) if part)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            proc_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
+        ),
+        supports_check_mode=True,
+    )
+    proc_text = _read_proc_version(module, module.params["proc_version_path"])
+    binary = _find_nvidia_smi(module, module.params["nvidia_smi"])
+    try:
+        if binary is None:
+            facts = missing_binary_facts(f"{module.params['nvidia_smi']} was not found", proc_text)
+        else:
+            query_rc, query_out = _run(module, binary, QUERY_ARGS)
+            topo_rc, topo_out = None, None
+            if needs_topology(query_rc, query_out):
+                topo_rc, topo_out = _run(module, binary, TOPO_ARGS)
+            facts = build_facts(query_rc, query_out, topo_rc, topo_out, proc_text)
+    except GpuFactsError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, ansible_facts={"volta_gpu": facts})
+
+
+if __name__ == "__main__":
+    main()
