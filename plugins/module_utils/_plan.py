@@ -1,0 +1,664 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The serving plan of a V100 host: what each engine instance runs, exactly.
+
+Pure Python, no Ansible imports, so unit tests import it directly. Private to the collection
+(leading underscore): no compatibility promise outside volta.serving.
+
+``build_report()`` is the entry point: it normalises ``volta_instances`` (defaults come from a
+per-engine Volta *profile*), checks them with the rules of ``_rules`` and renders, for every
+instance, the unit name, ports, ``CUDA_VISIBLE_DEVICES``, the exact argv and the environment.
+The same plan is what the units role renders later, so what preflight checks is what runs.
+The API key is never in the plan's argv or env: vLLM reads ``VLLM_API_KEY`` from a root-only
+``EnvironmentFile``, llama.cpp gets ``--api-key-file``; the plan names those files.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from ansible_collections.volta.serving.plugins.module_utils._rules import (
+    ALLOWED,
+    DTYPES,
+    ENGINES,
+    ERROR,
+    KV_CACHE_DTYPES,
+    MODEL_FAMILIES,
+    QUANTIZATIONS,
+    VLLM_ENGINES,
+    WARNING,
+    apply_allow,
+    check_gpu_facts,
+    check_gpus,
+    check_instance,
+    check_managed,
+    check_ports,
+    check_ram,
+    check_software,
+    finding,
+    flag_values,
+    parse_version,
+)
+
+BIND_HOST = "127.0.0.1"
+BACKEND_PORT_OFFSET = 10000
+DEFAULT_ENGINES_ROOT = "/opt/volta/engines"
+DEFAULT_SECRETS_DIR = "/etc/volta/secrets"
+HEALTH_PATH = "/health"
+# The engine roles' defaults (used for an engine the caller gives no versions for).
+DEFAULT_ENGINE_VERSIONS = {
+    "vllm": {"version": "0.21.0", "torch_version": "2.11.0", "torch_cuda": "cu126"},
+    "onecat": {"version": "1.5.1", "torch_version": "2.10.0", "torch_cuda": "cu128"},
+}
+API_KEY_ENV = "VLLM_API_KEY"
+
+# The Volta profiles: what every instance of an engine gets unless it says otherwise.
+# "program" is relative to <engines_root>/<engine>/current.
+DEFAULT_PROFILES = {
+    "vllm": {
+        "program": "venv/bin/vllm",
+        "dtype": "half",
+        "attention_backend": "TRITON_ATTN",
+        "gpu_memory_utilization": 0.90,
+        "flags": ["--enforce-eager", "--no-enable-chunked-prefill"],
+        "env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    },
+    "onecat": {
+        "program": "venv/bin/vllm",
+        "dtype": "half",
+        "attention_backend": "FLASH_ATTN_V100",
+        "gpu_memory_utilization": 0.90,
+        "flags": ["--enforce-eager", "--no-enable-chunked-prefill"],
+        "env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    },
+    "llamacpp": {
+        "program": "bin/llama-server",
+        "n_gpu_layers": 999,
+        "flags": ["--metrics"],
+        "env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    },
+}
+PROFILE_KEYS = ("program", "dtype", "attention_backend", "gpu_memory_utilization", "n_gpu_layers", "flags", "env")
+
+REQUIRED_FIELDS = ("name", "engine", "model", "gpus", "port")
+OPTIONAL_FIELDS = (
+    "enabled",
+    "served_model_name",
+    "model_family",
+    "quantization",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "dtype",
+    "kv_cache_dtype",
+    "max_model_len",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "gpu_memory_utilization",
+    "mtp",
+    "mtp_num_speculative_tokens",
+    "backend_port",
+    "extra_args",
+    "env",
+    "allow",
+)
+KNOWN_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+# Flags the plan sets from a field; extra_args must not repeat them.
+MANAGED_FLAGS = {
+    "vllm": {
+        "--model": "model",
+        "--served-model-name": "served_model_name",
+        "--port": "port / backend_port",
+        "--dtype": "dtype",
+        "--tensor-parallel-size": "tensor_parallel",
+        "-tp": "tensor_parallel",
+        "--pipeline-parallel-size": "pipeline_parallel",
+        "-pp": "pipeline_parallel",
+        "--gpu-memory-utilization": "gpu_memory_utilization",
+        "--kv-cache-dtype": "kv_cache_dtype",
+        "--max-model-len": "max_model_len",
+        "--max-num-batched-tokens": "max_num_batched_tokens",
+        "--max-num-seqs": "max_num_seqs",
+        "--speculative-config": "mtp",
+        "-sc": "mtp",
+    },
+    "llamacpp": {
+        "-m": "model",
+        "--model": "model",
+        "-a": "served_model_name",
+        "--alias": "served_model_name",
+        "--port": "port / backend_port",
+        "-c": "max_model_len",
+        "--ctx-size": "max_model_len",
+        "-np": "max_num_seqs",
+        "--parallel": "max_num_seqs",
+        "-b": "max_num_batched_tokens",
+        "--batch-size": "max_num_batched_tokens",
+        "-ts": "gpus",
+        "--tensor-split": "gpus",
+    },
+}
+MANAGED_FLAGS["onecat"] = MANAGED_FLAGS["vllm"]
+MANAGED_ENV = {"CUDA_VISIBLE_DEVICES": "gpus"}
+
+
+def merge_profiles(overrides, host):
+    """DEFAULT_PROFILES with *overrides* (engine -> partial profile) on top; returns (profiles, findings)."""
+    profiles = copy.deepcopy(DEFAULT_PROFILES)
+    findings = []
+    for engine, profile in (overrides or {}).items():
+        bad_keys = sorted(set(profile) - set(PROFILE_KEYS)) if isinstance(profile, dict) else None
+        if engine not in ENGINES or bad_keys is None or bad_keys:
+            findings.append(
+                finding(
+                    "invalid-value",
+                    host,
+                    None,
+                    "preflight_engine_profiles",
+                    f"profile override for {engine!r} is not usable"
+                    + (f" (unknown keys {bad_keys})." if bad_keys else "."),
+                    f"profiles exist for the engines {', '.join(ENGINES)} with the keys {', '.join(PROFILE_KEYS)}.",
+                    "correct preflight_engine_profiles.",
+                )
+            )
+            continue
+        profiles[engine].update(copy.deepcopy(profile))
+    return profiles, findings
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class _Normalizer:
+    """Reads one raw instance field by field; records a finding for each bad field."""
+
+    def __init__(self, raw, index, host, profiles):
+        self.raw, self.index, self.host, self.profiles = raw, index, host, profiles
+        self.findings = []
+        self.label = raw.get("name") if isinstance(raw.get("name"), str) and raw.get("name") else f"#{index}"
+        self.inst = {"name": None, "plannable": True}
+
+    def bad(self, rule, field, text, why, fix):
+        self.findings.append(finding(rule, self.host, self.label, field, text, why, fix))
+
+    def invalid(self, field, text, allowed_text):
+        self.bad("invalid-value", field, text, f"{field} must be {allowed_text}.", f"set {field} to {allowed_text}.")
+        self.inst["plannable"] = False
+
+    def pick(self, field, valid, allowed_text, default=None):
+        value = self.raw.get(field, default)
+        if value is None:
+            return None
+        if not valid(value):
+            self.invalid(field, f"{field} {value!r} is not valid.", allowed_text)
+            return None
+        return value
+
+    def enum(self, field, choices, default):
+        value = self.raw.get(field, default)
+        if value is None or value == "":
+            return None
+        if value not in choices:
+            self.bad(
+                "unknown-value",
+                field,
+                f"{field} {value!r} is not known.",
+                "each value selects rules and flags; an unknown one cannot be checked.",
+                f"use one of: {', '.join(choices)}.",
+            )
+            self.inst["plannable"] = False
+            return None
+        return value
+
+    def run(self):
+        self._presence()
+        self._identity()
+        self._parallelism()
+        self._runtime()
+        self._passthrough()
+        inst = self.inst
+        if any(inst[f] is None for f in ("name", "engine", "model", "gpus", "port", "backend_port")):
+            inst["plannable"] = False
+        return inst, self.findings
+
+    def _presence(self):
+        for field in REQUIRED_FIELDS:
+            if self.raw.get(field) in (None, "", []):
+                self.bad(
+                    "missing-field",
+                    field,
+                    f"{field} is not set.",
+                    "name, engine, model, gpus and port are needed to build the launch command.",
+                    f"set {field} in volta_instances[{self.index}].",
+                )
+        for field in sorted(set(self.raw) - set(KNOWN_FIELDS)):
+            self.bad(
+                "unknown-field",
+                field,
+                f"{field} is not a field volta.serving reads; it is ignored.",
+                "a misspelt field silently keeps the profile default.",
+                f"fields are: {', '.join(KNOWN_FIELDS)}.",
+            )
+
+    def _identity(self):
+        inst = self.inst
+        name = self.raw.get("name")
+        if name not in (None, "") and not (isinstance(name, str) and _NAME_RE.match(name)):
+            self.invalid(
+                "name", f"name {name!r} cannot be part of a systemd unit name.", "letters, digits, '-', '_', '.'"
+            )
+            name = None
+        inst["name"] = name or None
+        inst["enabled"] = self.pick("enabled", lambda v: isinstance(v, bool), "true or false", True)
+        inst["enabled"] = True if inst["enabled"] is None else inst["enabled"]
+        inst["engine"] = self.enum("engine", ENGINES, None)
+        inst["model"] = self.pick(
+            "model", lambda v: isinstance(v, str) and v.strip(), "a model path or Hugging Face id"
+        )
+        inst["served_model_name"] = self.pick(
+            "served_model_name", lambda v: isinstance(v, str) and v.strip(), "a name", inst["name"]
+        )
+        inst["model_family"] = self.enum("model_family", MODEL_FAMILIES, "dense")
+        inst["quantization"] = self.enum("quantization", QUANTIZATIONS, "none")
+        inst["kv_cache_dtype"] = self.enum("kv_cache_dtype", KV_CACHE_DTYPES, "auto")
+        self.profile = self.profiles.get(inst["engine"], {})
+        inst["dtype"] = self.enum("dtype", DTYPES, self.profile.get("dtype"))
+
+    def _parallelism(self):
+        inst = self.inst
+        gpus = self.raw.get("gpus")
+        inst["gpus"] = None
+        if gpus not in (None, []):
+            if isinstance(gpus, list) and all(_is_int(g) and g >= 0 for g in gpus):
+                inst["gpus"] = list(gpus)
+            else:
+                self.invalid("gpus", f"gpus {gpus!r} is not a list of GPU indexes.", "a list such as [0, 1]")
+        positive = "a positive integer"
+        inst["pipeline_parallel"] = self.pick("pipeline_parallel", lambda v: _is_int(v) and v > 0, positive, 1)
+        tp_default = None
+        if inst["gpus"] and inst["pipeline_parallel"]:
+            tp_default = max(len(inst["gpus"]) // inst["pipeline_parallel"], 1)
+        inst["tensor_parallel"] = self.pick("tensor_parallel", lambda v: _is_int(v) and v > 0, positive, tp_default)
+
+    def _runtime(self):
+        inst = self.inst
+        positive = "a positive integer"
+        for field in ("max_model_len", "max_num_batched_tokens", "max_num_seqs"):
+            inst[field] = self.pick(field, lambda v: _is_int(v) and v > 0, positive)
+        inst["gpu_memory_utilization"] = self.pick(
+            "gpu_memory_utilization", _is_number, "a number such as 0.90", self.profile.get("gpu_memory_utilization")
+        )
+        inst["mtp"] = self.pick("mtp", lambda v: isinstance(v, bool), "true or false", False)
+        inst["mtp_num_speculative_tokens"] = self.pick(
+            "mtp_num_speculative_tokens", lambda v: _is_int(v) and v > 0, positive, 1
+        )
+        if inst["engine"] == "llamacpp" and inst["mtp"]:
+            self.invalid("mtp", "mtp: true with engine llamacpp.", "false (llama.cpp's server has no MTP)")
+        inst["port"] = self.pick("port", _is_int, "a port number")
+        backend = self.raw.get("backend_port")
+        if backend is None and inst["port"] is not None:
+            backend = inst["port"] + BACKEND_PORT_OFFSET
+        if backend is not None and not _is_int(backend):
+            self.invalid("backend_port", f"backend_port {backend!r} is not a port number.", "a port number")
+            backend = None
+        inst["backend_port"] = backend
+
+    def _passthrough(self):
+        inst = self.inst
+        extra = self.raw.get("extra_args", [])
+        inst["extra_args"] = None
+        if isinstance(extra, list) and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in extra):
+            inst["extra_args"] = [str(a) for a in extra]
+        else:
+            self.invalid("extra_args", f"extra_args {extra!r} is not a list of strings.", "a list")
+        env = self.raw.get("env", {})
+        inst["env"] = None
+        if isinstance(env, dict) and all(isinstance(k, str) and k for k in env):
+            inst["env"] = {k: _env_value(v) for k, v in env.items()}
+        else:
+            self.invalid("env", f"env {env!r} is not a mapping of names to values.", "a mapping")
+        allow = self.raw.get("allow", [])
+        inst["allow"] = allow if isinstance(allow, list) else None
+        if inst["allow"] is None:
+            self.invalid("allow", f"allow {allow!r} is not a list.", "a list of {rule: ID, reason: ...}")
+        # The attention backend: the profile's, unless extra_args names another (it then replaces it).
+        inst["attention_backend"] = None
+        if inst["engine"] in VLLM_ENGINES:
+            given = flag_values(inst["extra_args"] or [], ("--attention-backend",))
+            inst["attention_backend"] = given[-1] if given else self.profile.get("attention_backend")
+
+
+def _env_value(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def normalize_instance(raw, index, host, profiles):
+    """Return (instance, findings). Fields that are missing or invalid are None in *instance*.
+
+    ``instance["plannable"]`` is False when the argv cannot be rendered. ``instance`` is None when
+    *raw* is not a mapping at all.
+    """
+    if not isinstance(raw, dict):
+        return None, [
+            finding(
+                "invalid-value",
+                host,
+                f"#{index}",
+                f"volta_instances[{index}]",
+                f"entry {raw!r} is not a mapping.",
+                "each instance is a mapping of fields.",
+                "write the instance as name: ..., engine: ..., model: ..., gpus: [...], port: ....",
+            )
+        ]
+    return _Normalizer(raw, index, host, profiles).run()
+
+
+def _fmt_fraction(value):
+    text = f"{value:.2f}"
+    return text if float(text) == value else repr(float(value))
+
+
+def _strip_flag(args, name):
+    """*args* without ``name value`` / ``name=value``."""
+    out = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg == name:
+            skip = True
+            continue
+        if arg.startswith(name + "="):
+            continue
+        out.append(arg)
+    return out
+
+
+def render_argv(inst, profile, engines_root, secrets_dir):
+    """The exact command line of an instance, program first."""
+    engine = inst["engine"]
+    program = f"{engines_root.rstrip('/')}/{engine}/current/{profile['program']}"
+    extra = list(inst["extra_args"] or [])
+    if engine in VLLM_ENGINES:
+        argv = [
+            program,
+            "serve",
+            inst["model"],
+            "--served-model-name",
+            inst["served_model_name"],
+            "--host",
+            BIND_HOST,
+            "--port",
+            str(inst["backend_port"]),
+        ]
+        if inst["dtype"]:
+            argv += ["--dtype", inst["dtype"]]
+        if inst["attention_backend"]:
+            argv += ["--attention-backend", inst["attention_backend"]]
+        argv += [
+            "--tensor-parallel-size",
+            str(inst["tensor_parallel"]),
+            "--pipeline-parallel-size",
+            str(inst["pipeline_parallel"]),
+        ]
+        if inst["gpu_memory_utilization"] is not None:
+            argv += ["--gpu-memory-utilization", _fmt_fraction(inst["gpu_memory_utilization"])]
+        if inst["kv_cache_dtype"] not in (None, "auto"):
+            argv += ["--kv-cache-dtype", inst["kv_cache_dtype"]]
+        for field, flag in (
+            ("max_model_len", "--max-model-len"),
+            ("max_num_batched_tokens", "--max-num-batched-tokens"),
+            ("max_num_seqs", "--max-num-seqs"),
+        ):
+            if inst[field] is not None:
+                argv += [flag, str(inst[field])]
+        if inst["mtp"]:
+            spec = {"method": "mtp", "num_speculative_tokens": inst["mtp_num_speculative_tokens"]}
+            argv += ["--speculative-config", json.dumps(spec, sort_keys=True, separators=(",", ":"))]
+        argv += list(profile.get("flags") or [])
+        argv += _strip_flag(extra, "--attention-backend")
+        return argv
+    argv = [
+        program,
+        "-m",
+        inst["model"],
+        "--alias",
+        inst["served_model_name"],
+        "--host",
+        BIND_HOST,
+        "--port",
+        str(inst["backend_port"]),
+    ]
+    if inst["max_model_len"] is not None:
+        argv += ["-c", str(inst["max_model_len"])]
+    argv += ["-ngl", str(profile.get("n_gpu_layers", 999))]
+    if len(inst["gpus"]) > 1:
+        argv += ["--tensor-split", ",".join("1" for _gpu in inst["gpus"])]
+    if inst["max_num_seqs"] is not None:
+        argv += ["-np", str(inst["max_num_seqs"])]
+    if inst["max_num_batched_tokens"] is not None:
+        argv += ["-b", str(inst["max_num_batched_tokens"])]
+    argv += ["--api-key-file", api_key_file(inst["name"], secrets_dir)]
+    argv += list(profile.get("flags") or [])
+    argv += extra
+    return argv
+
+
+def api_key_file(name, secrets_dir):
+    return f"{secrets_dir.rstrip('/')}/{name}.key"
+
+
+def environment_file(name, secrets_dir):
+    return f"{secrets_dir.rstrip('/')}/{name}.env"
+
+
+def plan_instance(inst, profile, engines_root, secrets_dir):
+    """The plan entry of one normalised, plannable instance."""
+    engine = inst["engine"]
+    visible = ",".join(str(gpu) for gpu in inst["gpus"])
+    env = dict(profile.get("env") or {})
+    env["CUDA_VISIBLE_DEVICES"] = visible
+    env.update({k: v for k, v in (inst["env"] or {}).items() if k not in MANAGED_ENV})
+    vllm_like = engine in VLLM_ENGINES
+    return {
+        "name": inst["name"],
+        "enabled": inst["enabled"],
+        "engine": engine,
+        "unit": f"volta-{inst['name']}.service",
+        "model": inst["model"],
+        "served_model_name": inst["served_model_name"],
+        "model_family": inst["model_family"],
+        "quantization": inst["quantization"],
+        "public_port": inst["port"],
+        "backend_port": inst["backend_port"],
+        "bind_host": BIND_HOST,
+        "health_path": HEALTH_PATH,
+        "gpus": list(inst["gpus"]),
+        "cuda_visible_devices": visible,
+        "tensor_parallel": inst["tensor_parallel"],
+        "pipeline_parallel": inst["pipeline_parallel"],
+        "engine_dir": f"{engines_root.rstrip('/')}/{engine}/current",
+        "argv": render_argv(inst, profile, engines_root, secrets_dir),
+        "env": dict(sorted(env.items())),
+        "environment_file": environment_file(inst["name"], secrets_dir) if vllm_like else None,
+        "api_key_env": API_KEY_ENV if vllm_like else None,
+        "api_key_file": None if vllm_like else api_key_file(inst["name"], secrets_dir),
+        "allowed": [],
+    }
+
+
+def _cc_tuple(value):
+    version = parse_version(value)
+    if not version:
+        return None
+    return version[:2] if len(version) >= 2 else (*version, 0)
+
+
+def build_report(
+    host,
+    server,
+    instances,
+    *,
+    driver_branch="580",
+    driver_kernel_module="proprietary",
+    cuda_version="12.8",
+    engine_versions=None,
+    ssh_port=22,
+    keyed_instances=(),
+    host_key=False,
+    generate_keys=False,
+    profiles=None,
+    engines_root=DEFAULT_ENGINES_ROOT,
+    secrets_dir=DEFAULT_SECRETS_DIR,
+    reserved_ports=None,
+    build_packages=None,
+    ram_need_gb=None,
+    gpu_facts=None,
+):
+    """Check one host's instances and build its plan.
+
+    Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
+    "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
+    (error|warning|allowed), host, instance (None for host-wide ones), field, message (and reason
+    when allowed).
+    """
+    findings = []
+    if not isinstance(server, dict):
+        findings.append(
+            finding(
+                "missing-field",
+                host,
+                None,
+                "volta_server",
+                "volta_server is not set or not a mapping.",
+                "every rule needs the host's GPUs.",
+                f"describe the machine in host_vars/{host}.yml (gpu_model, gpu_count, compute_capability, "
+                "nvlink_islands, ram_gb).",
+            )
+        )
+        server = {}
+    if not isinstance(instances, list):
+        findings.append(
+            finding(
+                "invalid-value",
+                host,
+                None,
+                "volta_instances",
+                "volta_instances is not a list.",
+                "it lists the engine instances of the host.",
+                "write volta_instances as a list of mappings.",
+            )
+        )
+        instances = []
+
+    merged, profile_findings = merge_profiles(profiles, host)
+    findings += profile_findings
+    cc_text = str(server.get("compute_capability", ""))
+    islands = server.get("nvlink_islands") or []
+    if not (isinstance(islands, list) and all(isinstance(i, list) and all(_is_int(g) for g in i) for i in islands)):
+        findings.append(
+            finding(
+                "invalid-value",
+                host,
+                None,
+                "volta_server.nvlink_islands",
+                f"nvlink_islands {islands!r} is not a list of lists of GPU indexes.",
+                "TP groups are checked against the NVLink islands.",
+                "write it as [[0, 1, 2, 3], [4, 5, 6, 7]] or [] for PCIe only.",
+            )
+        )
+        islands = []
+    gpu_count = server.get("gpu_count")
+    ram_gb = server.get("ram_gb")
+    ctx = {
+        "host": host,
+        "cc": _cc_tuple(server.get("compute_capability")),
+        "cc_text": cc_text,
+        "islands": islands,
+        "gpu_count": gpu_count if _is_int(gpu_count) else None,
+        "ram_gb": ram_gb if _is_number(ram_gb) else None,
+        "ssh_port": int(ssh_port) if str(ssh_port).isdigit() else None,
+        "keyed_instances": set(keyed_instances or ()),
+        "host_key": bool(host_key),
+        "generate_keys": bool(generate_keys),
+        "reserved_ports": {int(k): str(v) for k, v in (reserved_ports or {}).items() if str(k).isdigit()},
+        "driver_branch": driver_branch,
+        "driver_kernel_module": driver_kernel_module,
+        "cuda_version": cuda_version,
+        "engine_versions": {
+            engine: {**DEFAULT_ENGINE_VERSIONS.get(engine, {}), **((engine_versions or {}).get(engine) or {})}
+            for engine in ENGINES
+        },
+        "build_packages": build_packages,
+        "ram_need_gb": ram_need_gb or {},
+    }
+
+    normalised = []
+    names = {}
+    for index, raw in enumerate(instances):
+        inst, inst_findings = normalize_instance(raw, index, host, merged)
+        findings += inst_findings
+        if inst is None:
+            continue
+        if inst["name"] is not None:
+            if inst["name"] in names:
+                findings.append(
+                    finding(
+                        "duplicate-name",
+                        host,
+                        inst["name"],
+                        "name",
+                        f"name {inst['name']} is used by volta_instances[{names[inst['name']]}] and [{index}].",
+                        "the name is the systemd unit (volta-<name>.service); two instances would be one unit.",
+                        "give every instance of the host its own name.",
+                    )
+                )
+                inst["plannable"] = False
+            else:
+                names[inst["name"]] = index
+        normalised.append(inst)
+
+    checked = [inst for inst in normalised if inst["engine"] is not None]
+    for inst in checked:
+        findings += check_instance(inst, ctx)
+        findings += check_managed(inst, ctx, MANAGED_FLAGS[inst["engine"]], MANAGED_ENV)
+    findings += check_gpus(normalised, ctx)
+    findings += check_ports([inst for inst in normalised if inst["name"]], ctx)
+    findings += check_software(checked, ctx)
+    findings += check_ram(checked, ctx)
+    findings += check_gpu_facts(gpu_facts, server, ctx)
+    findings = apply_allow(findings, [inst for inst in normalised if inst["name"]], host)
+
+    plan_instances = []
+    for inst in normalised:
+        if not inst["plannable"]:
+            continue
+        entry = plan_instance(inst, merged[inst["engine"]], engines_root, secrets_dir)
+        entry["allowed"] = [
+            {"rule": f["rule"], "reason": f["reason"]}
+            for f in findings
+            if f["severity"] == ALLOWED and f["instance"] == inst["name"]
+        ]
+        plan_instances.append(entry)
+    gateway_ports = sorted(entry["public_port"] for entry in plan_instances if entry["enabled"])
+    return {
+        "host": host,
+        "plan": {"host": host, "gateway_ports": gateway_ports, "instances": plan_instances},
+        "findings": findings,
+        "errors": sum(1 for f in findings if f["severity"] == ERROR),
+        "warnings": sum(1 for f in findings if f["severity"] == WARNING),
+        "allowed": sum(1 for f in findings if f["severity"] == ALLOWED),
+    }

@@ -1,0 +1,1001 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The V100 (SM70) serving rules: the catalogue, the data they use, and the checks.
+
+Pure Python, no Ansible imports, so unit tests import it directly. Private to the collection
+(leading underscore): no compatibility promise outside volta.serving. ``_plan`` builds the
+normalised instances and the launch plan; this module only judges them.
+
+Sources: ``shared/reference/v100-serving-facts.md`` sections 1, 3 and 4 and the two seed
+write-ups. Rules marked *unverified* there are ``overridable``: an instance may list them in
+``allow`` with a reason, and the finding is then reported as ``allowed`` with that reason.
+"""
+
+from __future__ import annotations
+
+import re
+
+ERROR = "error"
+WARNING = "warning"
+ALLOWED = "allowed"
+
+ENGINES = ("vllm", "onecat", "llamacpp")
+VLLM_ENGINES = ("vllm", "onecat")  # the engines with vLLM's CLI (`vllm serve`)
+MODEL_FAMILIES = ("dense", "moe", "moe-nvfp4", "qwen-linear", "deepseek-v4", "deepseek-mla")
+QUANTIZATIONS = ("none", "awq", "gptq", "fp8", "nvfp4", "mxfp4", "gguf")
+# vLLM 0.21.0's --kv-cache-dtype choices (tests/lab/pypi/vllm-flags/0.21.0.json).
+KV_CACHE_DTYPES = (
+    "auto",
+    "bfloat16",
+    "float16",
+    "fp8",
+    "fp8_ds_mla",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "fp8_per_token_head",
+    "int8_per_token_head",
+    "nvfp4",
+    "turboquant_3bit_nc",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_k8v4",
+)
+DTYPES = ("auto", "half", "float16", "bfloat16", "bf16", "float", "float32")
+BF16_DTYPES = ("bfloat16", "bf16")
+
+# Families with a MoE whose NVFP4 kernels only take TP 1, 2 or 4 on 1Cat-vLLM.
+MOE_FAMILIES = ("moe", "moe-nvfp4")
+# Qwen3.8-Flash-Next-style models (GDN linear attention + QSA sparse attention). moe-nvfp4 is the
+# family of Qwen3.8-Flash-Next in this collection (the NVFP4 checkpoint of facts section 1).
+QWEN_FAMILIES = ("qwen-linear", "moe-nvfp4")
+# Quantizations upstream vLLM has no SM70 kernels for (FP8 tensor cores: Ada+; AWQ/GPTQ Marlin:
+# SM75+; NVFP4/MXFP4: Blackwell). 1Cat-vLLM's TurboMind kernels dequantize them to FP16.
+ONECAT_ONLY_QUANTIZATIONS = ("fp8", "awq", "gptq", "nvfp4", "mxfp4")
+NVFP4_MOE_TP_SIZES = (1, 2, 4)
+LONG_CONTEXT = 1_000_000
+LONG_CONTEXT_MAX_SEQS = 4
+GPU_MEMORY_HEADROOM = 0.95
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+# Compute capabilities below which a rule applies. Volta is 7.0; Turing (7.5) is the first
+# architecture of the open kernel modules, of CUDA 13 and of torch's cu128 wheels from 2.11 on.
+SM70_BELOW = (7, 5)
+FLASH_ATTENTION_MIN = (8, 0)  # FlashAttention 2/3 and FlashInfer: Ampere and newer
+LAST_VOLTA_DRIVER_BRANCH = 580
+FIRST_CUDA_WITHOUT_SM70 = 13
+# torch wheels without sm_70: cu128 from 2.11 on, every cu13x (facts section 3).
+TORCH_CU128_DROPS_SM70 = (2, 11)
+
+# Host RAM an instance needs, in GB, by model family (the rest of the host keeps
+# HOST_RAM_RESERVE_GB). Qwen3.8-Flash-Next (moe-nvfp4) offloads ~48 GB of n-gram embeddings per
+# instance; two instances used ~156 GB in all (facts section 4), hence 78 each.
+HOST_RAM_RESERVE_GB = 16
+HOST_RAM_NEED_GB = {
+    "dense": 16,
+    "moe": 16,
+    "moe-nvfp4": 78,
+    "qwen-linear": 16,
+    "deepseek-v4": 16,
+    "deepseek-mla": 16,
+}
+
+# id: (severity, overridable, what it is about)
+RULES = {
+    "missing-field": (ERROR, False, "a required field is not set"),
+    "invalid-value": (ERROR, False, "a field has the wrong type or an impossible value"),
+    "unknown-value": (ERROR, False, "an engine, model family, quantization, dtype or KV dtype that is not known"),
+    "unknown-field": (WARNING, False, "a field volta.serving does not read (a typo?)"),
+    "duplicate-name": (ERROR, False, "two instances with one name (one systemd unit)"),
+    "gpu-out-of-range": (ERROR, False, "a GPU index the host does not have"),
+    "gpu-duplicate": (ERROR, False, "the same GPU listed twice in one instance"),
+    "gpu-shared": (ERROR, False, "a GPU used by two enabled instances"),
+    "parallel-size-mismatch": (ERROR, False, "tensor_parallel x pipeline_parallel != number of GPUs"),
+    "tp-spans-nvlink": (WARNING, False, "a tensor-parallel group spans NVLink islands"),
+    "port-invalid": (ERROR, False, "a port outside 1-65535, or a backend port below 1024"),
+    "port-collision": (ERROR, False, "two listeners on one port (instances, gateway, SSH)"),
+    "bf16-on-sm70": (ERROR, False, "bfloat16 on a GPU without bf16"),
+    "flash-attention-on-sm70": (ERROR, False, "a FlashAttention/FlashInfer backend on a pre-Ampere GPU"),
+    "quantization-needs-onecat": (ERROR, False, "FP8/AWQ/GPTQ/NVFP4/MXFP4 on upstream vLLM on SM70"),
+    "mla-needs-llamacpp": (ERROR, False, "DeepSeek MLA on vLLM/1Cat-vLLM on SM70"),
+    "llamacpp-needs-gguf": (ERROR, False, "llama.cpp given something other than a GGUF model"),
+    "cuda-13-on-sm70": (ERROR, False, "CUDA toolkit 13 or newer on SM70"),
+    "driver-branch-above-580": (ERROR, False, "an NVIDIA driver branch newer than 580 on SM70"),
+    "driver-open-modules": (ERROR, False, "the open NVIDIA kernel modules on SM70"),
+    "torch-without-sm70": (ERROR, False, "a torch build without sm_70 kernels"),
+    "nvfp4-moe-tp": (ERROR, True, "NVFP4 MoE on 1Cat-vLLM with TP outside 1, 2, 4 or with EP/DP (unverified)"),
+    "qwen-linear-pp": (ERROR, True, "pipeline parallelism for a Qwen GDN/QSA model (unverified)"),
+    "qwen-fp8-kv-mtp": (ERROR, False, "FP8 KV cache together with MTP on a Qwen GDN/QSA model"),
+    "deepseek-v4-kv": (ERROR, False, "DeepSeek-V4 without an FP8 KV cache"),
+    "long-context-seqs": (WARNING, False, "a 1M-token context with more than 4 concurrent sequences"),
+    "mtp-pcie-tp": (WARNING, False, "MTP with TP >= 3 on a PCIe-only host"),
+    "host-ram": (WARNING, False, "less host RAM than the enabled instances need"),
+    "gpu-memory-utilization": (ERROR, False, "gpu_memory_utilization outside (0, 1]"),
+    "gpu-memory-headroom": (WARNING, False, "gpu_memory_utilization above 0.95 leaves no CUDA graph reserve"),
+    "bind-non-loopback": (ERROR, False, "an engine bound to a non-loopback address"),
+    "no-api-key": (ERROR, False, "no API key configured for an instance"),
+    "secret-in-plan": (ERROR, False, "an API key in argv or environment"),
+    "managed-flag": (ERROR, False, "an extra_args flag or env variable the plan sets from a field"),
+    "deprecated-env": (WARNING, False, "an environment variable the engine ignores"),
+    "python-headers": (ERROR, False, "engine build packages without Python headers (Triton JIT)"),
+    "gpu-facts-mismatch": (ERROR, False, "volta_server differs from the GPUs found on the host"),
+    "allow-invalid": (ERROR, False, "an allow entry without rule and reason, or with an unknown rule"),
+    "allow-not-overridable": (ERROR, False, "an allow entry for a rule that cannot be overridden"),
+    "allow-unused": (WARNING, False, "an allow entry that matches no finding"),
+}
+OVERRIDABLE = tuple(rule for rule, (_sev, over, _what) in RULES.items() if over)
+
+_VERSION_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
+_CUDA_TAG_RE = re.compile(r"^cu(\d+)(\d)$")
+
+
+def parse_version(value):
+    """``"2.11.0+cu126"`` -> ``(2, 11, 0)``; ``580`` -> ``(580,)``; ``None`` when unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    match = _VERSION_RE.match(str(value))
+    if not match:
+        return None
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def parse_cuda_tag(value):
+    """``"cu126"`` -> ``(12, 6)``, ``"cu130"`` -> ``(13, 0)``; ``None`` when unreadable."""
+    match = _CUDA_TAG_RE.match(str(value or "").strip().lower())
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+def below(cc, limit):
+    """True when compute capability tuple *cc* is known and below *limit*."""
+    return cc is not None and cc[:2] < limit
+
+
+def finding(rule, host, instance, field, text, why, fix):
+    """One finding. The message names the host, the instance (or host-wide) and the field."""
+    severity = RULES[rule][0]
+    where = f"instance {instance}" if instance else "host-wide"
+    message = f"{host}: {where}: field {field}: {text} Why: {why} Fix: {fix}"
+    return {
+        "rule": rule,
+        "severity": severity,
+        "host": host,
+        "instance": instance,
+        "field": field,
+        "message": message,
+    }
+
+
+def flag_values(args, names):
+    """Values given to any of the flags *names* in *args* (``--x v`` or ``--x=v``), in order."""
+    values = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        for name in names:
+            if arg == name:
+                values.append(args[index + 1] if index + 1 < len(args) else "")
+                index += 1
+                break
+            if arg.startswith(name + "="):
+                values.append(arg[len(name) + 1 :])
+                break
+        index += 1
+    return values
+
+
+def has_flag(args, names):
+    return any(arg in names or any(arg.startswith(name + "=") for name in names) for arg in args)
+
+
+def is_loopback(address):
+    address = str(address).strip().strip("[]")
+    return address in LOOPBACK_HOSTS or address.startswith("127.")
+
+
+def tp_groups(gpus, tp, pp):
+    """The tensor-parallel groups: consecutive chunks of *gpus* of size *tp*, one per PP stage."""
+    return [list(gpus[stage * tp : (stage + 1) * tp]) for stage in range(pp)]
+
+
+def better_grouping(gpus, tp, pp, islands):
+    """An order of *gpus* whose TP groups each stay inside one NVLink island, or ``None``."""
+    remaining = set(gpus)
+    chunks = []
+    for island in islands:
+        members = [gpu for gpu in sorted(island) if gpu in remaining]
+        while len(members) >= tp and len(chunks) < pp:
+            chunks.append(members[:tp])
+            members = members[tp:]
+    if len(chunks) < pp:
+        return None
+    return [gpu for chunk in chunks for gpu in chunk]
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-instance checks. ``inst`` is a normalised instance from _plan.normalize_instance: every
+# known field is present, None where it was missing or invalid (that already gave a finding).
+# ``ctx`` holds host, cc (tuple), islands, gpu_count, profiles and the settings.
+# ---------------------------------------------------------------------------------------------
+
+
+def check_instance(inst, ctx):
+    findings = []
+    for check in _INSTANCE_CHECKS:
+        findings.extend(check(inst, ctx))
+    return findings
+
+
+def _check_parallel(inst, ctx):
+    gpus, tp, pp = inst["gpus"], inst["tensor_parallel"], inst["pipeline_parallel"]
+    if gpus is None or tp is None or pp is None:
+        return []
+    host, name = ctx["host"], inst["name"]
+    out = []
+    if tp * pp != len(gpus):
+        out.append(
+            finding(
+                "parallel-size-mismatch",
+                host,
+                name,
+                "tensor_parallel",
+                f"tensor_parallel {tp} x pipeline_parallel {pp} = {tp * pp}, but gpus lists {len(gpus)} GPU(s) "
+                f"{gpus}.",
+                "the engine starts one worker per GPU of tp x pp and needs exactly that many visible GPUs.",
+                "make tensor_parallel x pipeline_parallel equal the number of entries in gpus.",
+            )
+        )
+        return out
+    islands = ctx["islands"]
+    in_range = ctx["gpu_count"] is None or all(gpu < ctx["gpu_count"] for gpu in gpus)
+    if islands and tp > 1 and in_range:  # out-of-range GPUs already gave an error
+        island_of = {gpu: i for i, island in enumerate(islands) for gpu in island}
+        for stage, group in enumerate(tp_groups(gpus, tp, pp)):
+            owners = {island_of.get(gpu, ("pcie", gpu)) for gpu in group}
+            if len(owners) > 1:
+                better = better_grouping(gpus, tp, pp, islands)
+                fix = (
+                    f"order gpus as {better} so that each TP group of {tp} stays on one NVLink board."
+                    if better and better != gpus
+                    else f"no order of these GPUs keeps every TP group of {tp} inside one NVLink island: "
+                    "pick GPUs of one board per TP group, or lower tensor_parallel and raise pipeline_parallel."
+                )
+                out.append(
+                    finding(
+                        "tp-spans-nvlink",
+                        host,
+                        name,
+                        "gpus",
+                        f"TP group {group} (pipeline stage {stage}) spans NVLink islands {islands}.",
+                        "tensor parallelism all-reduces every layer; across boards it runs over PCIe/NUMA "
+                        "instead of NVLink and decode slows down.",
+                        fix,
+                    )
+                )
+                break
+    return out
+
+
+def _check_dtype(inst, ctx):
+    if inst["dtype"] in BF16_DTYPES and below(ctx["cc"], FLASH_ATTENTION_MIN):
+        return [
+            finding(
+                "bf16-on-sm70",
+                ctx["host"],
+                inst["name"],
+                "dtype",
+                f"dtype {inst['dtype']} on compute capability {ctx['cc_text']}.",
+                "V100 (SM70) has no bfloat16 arithmetic; bf16 needs compute capability 8.0 or newer.",
+                "use dtype: half (the profile default) or remove dtype from the instance.",
+            )
+        ]
+    return []
+
+
+def _check_attention(inst, ctx):
+    if inst["engine"] not in VLLM_ENGINES:
+        return []
+    backend = inst.get("attention_backend")
+    if not backend:
+        return []
+    host, name = ctx["host"], inst["name"]
+    if backend == "FLASH_ATTN_V100" and inst["engine"] == "vllm":
+        return [
+            finding(
+                "unknown-value",
+                host,
+                name,
+                "extra_args",
+                "--attention-backend FLASH_ATTN_V100 on upstream vLLM.",
+                "FLASH_ATTN_V100 is a 1Cat-vLLM backend; upstream vLLM does not have it.",
+                "use engine: onecat, or --attention-backend TRITON_ATTN (the vllm profile default).",
+            )
+        ]
+    flashy = (backend.startswith("FLASH") or backend.startswith("CUTLASS")) and backend != "FLASH_ATTN_V100"
+    if flashy and below(ctx["cc"], FLASH_ATTENTION_MIN):
+        better = "TRITON_ATTN" if inst["engine"] == "vllm" else "FLASH_ATTN_V100"
+        return [
+            finding(
+                "flash-attention-on-sm70",
+                host,
+                name,
+                "extra_args",
+                f"--attention-backend {backend} on {inst['engine']} on compute capability {ctx['cc_text']}.",
+                "FlashAttention 2/3, FlashInfer and FlashMLA need Ampere (SM80) or newer; V100 is SM70.",
+                f"remove --attention-backend from extra_args (the profile uses {better}).",
+            )
+        ]
+    return []
+
+
+def _check_quantization(inst, ctx):
+    host, name, engine, quant = ctx["host"], inst["name"], inst["engine"], inst["quantization"]
+    family = inst["model_family"]
+    out = []
+    if engine == "vllm" and below(ctx["cc"], SM70_BELOW):
+        wanted = quant if quant in ONECAT_ONLY_QUANTIZATIONS else ("nvfp4" if family == "moe-nvfp4" else None)
+        if wanted:
+            out.append(
+                finding(
+                    "quantization-needs-onecat",
+                    host,
+                    name,
+                    "quantization",
+                    f"{wanted} weights on upstream vLLM on compute capability {ctx['cc_text']}.",
+                    "upstream vLLM has no SM70 kernels for FP8, AWQ/GPTQ (Marlin: SM75+), NVFP4 or MXFP4.",
+                    "use engine: onecat (1Cat-vLLM dequantizes them to FP16 with its TurboMind SM70 kernels), "
+                    "or an FP16 checkpoint.",
+                )
+            )
+    if engine in VLLM_ENGINES and family == "deepseek-mla" and below(ctx["cc"], SM70_BELOW):
+        out.append(
+            finding(
+                "mla-needs-llamacpp",
+                host,
+                name,
+                "engine",
+                f"model_family deepseek-mla on {engine} on compute capability {ctx['cc_text']}.",
+                "vLLM's MLA kernels for DeepSeek V3/R1 need Hopper; they do not run on V100.",
+                "use engine: llamacpp with a GGUF of the model.",
+            )
+        )
+    if engine == "llamacpp" and quant is not None and quant != "gguf":
+        out.append(
+            finding(
+                "llamacpp-needs-gguf",
+                host,
+                name,
+                "quantization",
+                f"quantization {quant} with engine llamacpp.",
+                "llama.cpp loads GGUF files only.",
+                "point model at a .gguf file and set quantization: gguf, or use engine vllm/onecat.",
+            )
+        )
+    return out
+
+
+def _check_model_rules(inst, ctx):
+    host, name, family = ctx["host"], inst["name"], inst["model_family"]
+    tp, pp, kv, mtp = inst["tensor_parallel"], inst["pipeline_parallel"], inst["kv_cache_dtype"], inst["mtp"]
+    extra = inst["extra_args"] or []
+    out = []
+    nvfp4_moe = family == "moe-nvfp4" or (inst["quantization"] == "nvfp4" and family in MOE_FAMILIES)
+    if inst["engine"] == "onecat" and nvfp4_moe and tp is not None:
+        ep = has_flag(extra, ("--enable-expert-parallel", "-ep"))
+        dp = [v for v in flag_values(extra, ("--data-parallel-size", "-dp")) if v not in ("1", "")]
+        if tp not in NVFP4_MOE_TP_SIZES or ep or dp:
+            what = f"tensor_parallel {tp}" if tp not in NVFP4_MOE_TP_SIZES else "expert/data parallelism"
+            out.append(
+                finding(
+                    "nvfp4-moe-tp",
+                    host,
+                    name,
+                    "tensor_parallel",
+                    f"{what} for an NVFP4 MoE model on 1Cat-vLLM (unverified rule, may be allowed).",
+                    "1Cat-vLLM's NVFP4 MoE kernels support tensor parallel sizes (1, 2, 4) only, with no EP or DP.",
+                    "run TP=4 instances side by side instead (8 GPUs: two TP=4 instances, 371 tok/s aggregate "
+                    "measured), or allow the rule with a reason once a newer 1Cat-vLLM supports it.",
+                )
+            )
+    if family in QWEN_FAMILIES and pp is not None and pp > 1:
+        out.append(
+            finding(
+                "qwen-linear-pp",
+                host,
+                name,
+                "pipeline_parallel",
+                f"pipeline_parallel {pp} for model_family {family} (unverified rule, may be allowed).",
+                "Qwen's GDN linear + QSA sparse attention cannot split its cache by pipeline stage "
+                "('CSA+linear ... cache geometry').",
+                "use tensor parallelism only (TP=4, pipeline_parallel: 1).",
+            )
+        )
+    if family in QWEN_FAMILIES and mtp and kv is not None and kv.startswith("fp8"):
+        out.append(
+            finding(
+                "qwen-fp8-kv-mtp",
+                host,
+                name,
+                "kv_cache_dtype",
+                f"kv_cache_dtype {kv} together with mtp: true for model_family {family}.",
+                "Qwen's QSA attention cannot use an FP8 KV cache with MTP ('QSA E4M3 phase 1 requires MTP0').",
+                "set mtp: false when the KV cache is FP8 (the 1M-context configuration), or kv_cache_dtype: auto.",
+            )
+        )
+    if family == "deepseek-v4" and kv is not None and not kv.startswith("fp8"):
+        out.append(
+            finding(
+                "deepseek-v4-kv",
+                host,
+                name,
+                "kv_cache_dtype",
+                f"kv_cache_dtype {kv} for model_family deepseek-v4.",
+                "'DeepseekV4 only supports fp8 kv-cache'.",
+                "set kv_cache_dtype: fp8.",
+            )
+        )
+    mml, seqs = inst["max_model_len"], inst["max_num_seqs"]
+    if mml is not None and mml >= LONG_CONTEXT and (seqs is None or seqs > LONG_CONTEXT_MAX_SEQS):
+        shown = "unset (the engine default is far above 4)" if seqs is None else str(seqs)
+        out.append(
+            finding(
+                "long-context-seqs",
+                host,
+                name,
+                "max_num_seqs",
+                f"max_model_len {mml} with max_num_seqs {shown}.",
+                "the 1M-context configuration has almost no GPU memory headroom; the reference server died "
+                "at 8 concurrent requests.",
+                f"set max_num_seqs: {LONG_CONTEXT_MAX_SEQS} or lower, or a shorter max_model_len.",
+            )
+        )
+    if mtp and tp is not None and tp >= 3 and not ctx["islands"]:
+        out.append(
+            finding(
+                "mtp-pcie-tp",
+                host,
+                name,
+                "mtp",
+                f"mtp: true with tensor_parallel {tp} on a PCIe-only host.",
+                "with 3+ GPUs on PCIe, custom all-reduce is off and speculative decoding costs more "
+                "communication than it saves (measured 37 tok/s with MTP vs 64 without).",
+                "set mtp: false.",
+            )
+        )
+    return out
+
+
+def _check_memory(inst, ctx):
+    gmu = inst["gpu_memory_utilization"]
+    if gmu is None or inst["engine"] not in VLLM_ENGINES:
+        return []
+    host, name = ctx["host"], inst["name"]
+    if not 0 < gmu <= 1:
+        return [
+            finding(
+                "gpu-memory-utilization",
+                host,
+                name,
+                "gpu_memory_utilization",
+                f"gpu_memory_utilization {gmu} is outside (0, 1].",
+                "it is the fraction of each GPU's memory the engine may take.",
+                "use a value such as 0.90 (the profile default); 0.95 is the most the reference servers ran.",
+            )
+        ]
+    if gmu > GPU_MEMORY_HEADROOM:
+        return [
+            finding(
+                "gpu-memory-headroom",
+                host,
+                name,
+                "gpu_memory_utilization",
+                f"gpu_memory_utilization {gmu} is above {GPU_MEMORY_HEADROOM}.",
+                "without a reserve the KV cache takes all memory and CUDA graph capture runs out of memory.",
+                f"keep it at {GPU_MEMORY_HEADROOM} or below and tune max_num_batched_tokens and max_num_seqs.",
+            )
+        ]
+    return []
+
+
+def _check_security(inst, ctx):
+    host, name = ctx["host"], inst["name"]
+    extra = inst["extra_args"] or []
+    env = inst["env"] or {}
+    out = []
+    for address in flag_values(extra, ("--host",)):
+        if not is_loopback(address):
+            out.append(
+                finding(
+                    "bind-non-loopback",
+                    host,
+                    name,
+                    "extra_args",
+                    f"--host {address} binds the engine to a non-loopback address.",
+                    "vLLM checks the key only on /v1 and leaves /health, /metrics, /tokenize and more open; "
+                    "scans found an exposed engine within minutes.",
+                    "remove --host from extra_args: the engine listens on 127.0.0.1 and the gateway serves "
+                    "the public port with the key.",
+                )
+            )
+        else:
+            out.append(_managed(ctx, name, "--host", "bind_host (always 127.0.0.1)"))
+    if has_flag(extra, ("--api-key", "--api-key-file")):
+        out.append(
+            finding(
+                "secret-in-plan",
+                host,
+                name,
+                "extra_args",
+                "extra_args passes an API key (--api-key / --api-key-file).",
+                "a key on the command line is visible to every local user in the process list and in unit files.",
+                "remove it and set api_gateway_keys: the key reaches the engine from a root-only "
+                "EnvironmentFile (vLLM) or key file (llama.cpp).",
+            )
+        )
+    for key in sorted(env):
+        if "API_KEY" in key.upper():
+            out.append(
+                finding(
+                    "secret-in-plan",
+                    host,
+                    name,
+                    "env",
+                    f"env sets {key}.",
+                    "the environment of the unit is readable in the unit file and by systemctl show.",
+                    "remove it and set api_gateway_keys (the key goes to a root-only EnvironmentFile).",
+                )
+            )
+        if key == "VLLM_ATTENTION_BACKEND":
+            out.append(
+                finding(
+                    "deprecated-env",
+                    host,
+                    name,
+                    "env",
+                    "env sets VLLM_ATTENTION_BACKEND.",
+                    "current vLLM ignores it (deprecated); the attention backend is a command-line flag.",
+                    "remove it; put --attention-backend in extra_args if the profile's backend is not wanted.",
+                )
+            )
+    if inst["enabled"] and not _has_key(name, ctx):
+        out.append(
+            finding(
+                "no-api-key",
+                host,
+                name,
+                "api_gateway_keys",
+                "no API key is configured for this instance.",
+                "without a key anyone who reaches the public port can use the model.",
+                f"add {name} to api_gateway_keys (in Ansible Vault), set api_gateway_host_key, "
+                "or set api_gateway_generate_keys: true.",
+            )
+        )
+    return out
+
+
+def _has_key(name, ctx):
+    return bool(ctx["generate_keys"] or ctx["host_key"] or name in ctx["keyed_instances"])
+
+
+def _managed(ctx, name, flag, field):
+    return finding(
+        "managed-flag",
+        ctx["host"],
+        name,
+        "extra_args" if flag.startswith("-") else "env",
+        f"{flag} is set by volta.serving from {field}.",
+        "two values for one setting make what preflight checks differ from what runs.",
+        f"remove {flag} and set {field} instead.",
+    )
+
+
+def check_managed(inst, ctx, managed_flags, managed_env):
+    out = []
+    extra = inst["extra_args"] or []
+    for flag, field in managed_flags.items():
+        if has_flag(extra, (flag,)):
+            out.append(_managed(ctx, inst["name"], flag, field))
+    for key, field in managed_env.items():
+        if key in (inst["env"] or {}):
+            out.append(_managed(ctx, inst["name"], key, field))
+    return out
+
+
+_INSTANCE_CHECKS = (
+    _check_parallel,
+    _check_dtype,
+    _check_attention,
+    _check_quantization,
+    _check_model_rules,
+    _check_memory,
+    _check_security,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Host-wide checks: GPUs shared, ports, software versions, RAM, detected GPUs.
+# ---------------------------------------------------------------------------------------------
+
+
+def check_gpus(instances, ctx):
+    host, count = ctx["host"], ctx["gpu_count"]
+    out = []
+    used = {}
+    for inst in instances:
+        gpus = inst["gpus"]
+        if gpus is None:
+            continue
+        seen = set()
+        for gpu in gpus:
+            if count is not None and not 0 <= gpu < count:
+                out.append(
+                    finding(
+                        "gpu-out-of-range",
+                        host,
+                        inst["name"],
+                        "gpus",
+                        f"GPU {gpu} does not exist: volta_server.gpu_count is {count} (indexes 0-{count - 1}).",
+                        "CUDA_VISIBLE_DEVICES with a missing index hides every GPU after it.",
+                        f"use indexes between 0 and {count - 1}.",
+                    )
+                )
+            if gpu in seen:
+                out.append(
+                    finding(
+                        "gpu-duplicate",
+                        host,
+                        inst["name"],
+                        "gpus",
+                        f"GPU {gpu} is listed twice.",
+                        "each worker of the engine needs a GPU of its own.",
+                        "list each GPU once.",
+                    )
+                )
+            seen.add(gpu)
+            if inst["enabled"] and gpu in used and used[gpu] != inst["name"]:
+                out.append(
+                    finding(
+                        "gpu-shared",
+                        host,
+                        inst["name"],
+                        "gpus",
+                        f"GPU {gpu} is also used by instance {used[gpu]}.",
+                        "each engine reserves gpu_memory_utilization of the whole GPU; two engines on one GPU "
+                        "run out of memory at start.",
+                        "give each enabled instance its own GPUs, or set enabled: false on one of them.",
+                    )
+                )
+            elif inst["enabled"]:
+                used.setdefault(gpu, inst["name"])
+    return out
+
+
+def check_ports(instances, ctx):
+    host = ctx["host"]
+    out = []
+    owners = {}
+    ssh = ctx["ssh_port"]
+    if ssh is not None:
+        owners[ssh] = ("SSH (ansible_port)", None)
+    for port, what in sorted(ctx["reserved_ports"].items()):
+        owners.setdefault(port, (f"reserved port of {what}", None))
+    for inst in instances:
+        for field, port, label in (
+            ("port", inst["port"], "the gateway's public port"),
+            ("backend_port", inst["backend_port"], "the engine's loopback port"),
+        ):
+            if port is None:
+                continue
+            if not 1 <= port <= 65535 or (field == "backend_port" and port < 1024):
+                out.append(
+                    finding(
+                        "port-invalid",
+                        host,
+                        inst["name"],
+                        field,
+                        f"{field} {port} is not usable"
+                        + (" (port + 10000 unless backend_port is set)." if field == "backend_port" else "."),
+                        "ports are 1-65535, and the engine runs as an unprivileged user that cannot bind below 1024.",
+                        "choose a port below 55536 (so that port + 10000 fits) or set backend_port.",
+                    )
+                )
+                continue
+            if not inst["enabled"]:
+                continue
+            if port in owners and owners[port][1] != (inst["name"], field):
+                owner = owners[port][0]
+                out.append(
+                    finding(
+                        "port-collision",
+                        host,
+                        inst["name"],
+                        field,
+                        f"{field} {port} ({label}) is already taken by {owner}.",
+                        "two listeners cannot share a port: one of the services fails to start.",
+                        "choose another port; every instance needs a public port and a backend port "
+                        "that no other instance, the gateway or SSH uses.",
+                    )
+                )
+            else:
+                owners[port] = (f"{label} of instance {inst['name']}", (inst["name"], field))
+    return out
+
+
+def check_software(instances, ctx):
+    host, cc = ctx["host"], ctx["cc"]
+    out = []
+    if not below(cc, SM70_BELOW):
+        return out
+    branch = parse_version(ctx["driver_branch"])
+    if branch is None:
+        out.append(
+            finding(
+                "invalid-value",
+                host,
+                None,
+                "nvidia_driver_branch",
+                f"nvidia_driver_branch {ctx['driver_branch']!r} is not a version.",
+                "the rules compare it with 580, the last branch for Volta.",
+                'set nvidia_driver_branch: "580".',
+            )
+        )
+    elif branch[0] > LAST_VOLTA_DRIVER_BRANCH:
+        out.append(
+            finding(
+                "driver-branch-above-580",
+                host,
+                None,
+                "nvidia_driver_branch",
+                f"driver branch {ctx['driver_branch']} on compute capability {ctx['cc_text']}.",
+                "580 is the last driver branch that supports Volta; newer drivers find no usable GPU.",
+                'set nvidia_driver_branch: "580".',
+            )
+        )
+    if str(ctx["driver_kernel_module"]) == "open":
+        out.append(
+            finding(
+                "driver-open-modules",
+                host,
+                None,
+                "nvidia_driver_kernel_module",
+                f"the open kernel modules on compute capability {ctx['cc_text']}.",
+                "the open NVIDIA kernel modules support Turing and newer only.",
+                "set nvidia_driver_kernel_module: proprietary.",
+            )
+        )
+    elif str(ctx["driver_kernel_module"]) != "proprietary":
+        out.append(
+            finding(
+                "unknown-value",
+                host,
+                None,
+                "nvidia_driver_kernel_module",
+                f"nvidia_driver_kernel_module {ctx['driver_kernel_module']!r} is neither proprietary nor open.",
+                "the driver role installs one of the two.",
+                "set nvidia_driver_kernel_module: proprietary.",
+            )
+        )
+    cuda = parse_version(ctx["cuda_version"])
+    if cuda is None:
+        out.append(
+            finding(
+                "invalid-value",
+                host,
+                None,
+                "cuda_toolkit_version",
+                f"cuda_toolkit_version {ctx['cuda_version']!r} is not a version.",
+                "the rules compare it with 13, the first CUDA without SM70.",
+                'set cuda_toolkit_version: "12.8".',
+            )
+        )
+    elif cuda[0] >= FIRST_CUDA_WITHOUT_SM70:
+        out.append(
+            finding(
+                "cuda-13-on-sm70",
+                host,
+                None,
+                "cuda_toolkit_version",
+                f"CUDA {ctx['cuda_version']} on compute capability {ctx['cc_text']}.",
+                "CUDA 13 removed offline compilation for SM70 (nvcc fatal: Unsupported gpu architecture "
+                "'compute_70'); Triton, llama.cpp and the patches need it.",
+                'set cuda_toolkit_version: "12.8".',
+            )
+        )
+    for engine in sorted({inst["engine"] for inst in instances if inst["engine"] in VLLM_ENGINES}):
+        versions = ctx["engine_versions"].get(engine, {})
+        torch, tag = versions.get("torch_version"), versions.get("torch_cuda")
+        torch_v, cuda_tag = parse_version(torch), parse_cuda_tag(tag)
+        if torch_v is None or cuda_tag is None:
+            out.append(
+                finding(
+                    "invalid-value",
+                    host,
+                    None,
+                    f"engine_{engine}_torch_cuda" if cuda_tag is None else f"engine_{engine}_torch_version",
+                    f"torch {torch!r} / CUDA tag {tag!r} for {engine} cannot be read.",
+                    "the rules need both to know whether the wheel has sm_70 kernels.",
+                    f"set engine_{engine}_torch_version (e.g. 2.11.0) and engine_{engine}_torch_cuda (e.g. cu126).",
+                )
+            )
+            continue
+        if cuda_tag[0] >= FIRST_CUDA_WITHOUT_SM70 or (cuda_tag >= (12, 8) and torch_v[:2] >= TORCH_CU128_DROPS_SM70):
+            out.append(
+                finding(
+                    "torch-without-sm70",
+                    host,
+                    None,
+                    f"engine_{engine}_torch_cuda",
+                    f"torch {torch}+{tag} for {engine} has no sm_70 kernels.",
+                    "torch 2.11 dropped sm_70 from its cu128 wheels and the cu13x builds never had it "
+                    "(arch list starts at sm_75); CUDA kernels fail with 'no kernel image is available'.",
+                    f"use the cu126 build (engine_{engine}_torch_cuda: cu126), which keeps Volta through 2.14, "
+                    "or torch 2.10 with cu128 (1Cat-vLLM).",
+                )
+            )
+    packages = ctx["build_packages"]
+    if packages is not None and instances:
+        if not any(re.match(r"^python3(\.\d+)?-dev$", str(p)) for p in packages):
+            out.append(
+                finding(
+                    "python-headers",
+                    host,
+                    None,
+                    "engine_build_packages",
+                    f"engine_build_packages {list(packages)} has no python3.X-dev package.",
+                    "Triton JIT-compiles a helper on first start and fails with 'Python.h: No such file "
+                    "or directory' without the headers.",
+                    "add python3.12-dev (the engine's Python), build-essential and ninja-build.",
+                )
+            )
+    return out
+
+
+def check_ram(instances, ctx):
+    ram = ctx["ram_gb"]
+    if ram is None:
+        return []
+    need_by_family = {**HOST_RAM_NEED_GB, **ctx["ram_need_gb"]}
+    enabled = [inst for inst in instances if inst["enabled"] and inst["model_family"] in need_by_family]
+    if not enabled:
+        return []
+    parts = [(inst["name"], need_by_family[inst["model_family"]]) for inst in enabled]
+    need = HOST_RAM_RESERVE_GB + sum(gb for _name, gb in parts)
+    if ram >= need:
+        return []
+    detail = ", ".join(f"{name} {gb} GB" for name, gb in parts)
+    return [
+        finding(
+            "host-ram",
+            ctx["host"],
+            None,
+            "volta_server.ram_gb",
+            f"ram_gb {ram} is below the {need} GB the enabled instances need ({detail}, "
+            f"+{HOST_RAM_RESERVE_GB} GB for the host).",
+            "Qwen3.8-Flash-Next-style models offload ~48 GB of n-gram embeddings per instance to host RAM; "
+            "an engine that runs out of host RAM is killed by the OOM killer.",
+            "add RAM, disable an instance, or correct preflight_host_ram_need_gb for the model.",
+        )
+    ]
+
+
+def check_gpu_facts(facts, server, ctx):
+    """Compare detected GPUs (the volta_gpu fact, status ok) with volta_server, like the role does."""
+    if not isinstance(facts, dict) or facts.get("status") != "ok":
+        return []
+    host = ctx["host"]
+    out = []
+
+    def mismatch(field, said, found):
+        out.append(
+            finding(
+                "gpu-facts-mismatch",
+                host,
+                None,
+                f"volta_server.{field}",
+                f"volta_server says {said}, the host has {found}.",
+                "the serving plan (GPU indexes, TP groups, SM70 rules) is built from volta_server.",
+                f"correct volta_server.{field} in host_vars/{host}.yml, or the hardware.",
+            )
+        )
+
+    if facts.get("gpu_count") != server.get("gpu_count"):
+        mismatch("gpu_count", server.get("gpu_count"), facts.get("gpu_count"))
+    gpus = facts.get("gpus") or []
+    models = sorted({gpu.get("name") for gpu in gpus})
+    if models != [server.get("gpu_model")]:
+        mismatch("gpu_model", server.get("gpu_model"), ", ".join(map(str, models)))
+    caps = sorted({str(gpu.get("compute_capability")) for gpu in gpus})
+    if caps != [str(server.get("compute_capability"))]:
+        mismatch("compute_capability", server.get("compute_capability"), ", ".join(caps))
+    want = sorted(sorted(island) for island in server.get("nvlink_islands") or [])
+    found = sorted(sorted(island) for island in facts.get("nvlink_islands") or [])
+    if want != found:
+        mismatch("nvlink_islands", want, found)
+    cc = parse_version(facts.get("min_compute_capability"))
+    if below(cc, SM70_BELOW):
+        branch = parse_version(facts.get("driver_version"))
+        if branch and branch[0] > LAST_VOLTA_DRIVER_BRANCH:
+            out.append(
+                finding(
+                    "driver-branch-above-580",
+                    host,
+                    None,
+                    "volta_gpu.driver_version",
+                    f"driver {facts.get('driver_version')} is installed on compute capability "
+                    f"{facts.get('min_compute_capability')}.",
+                    "580 is the last driver branch that supports Volta.",
+                    "install the 580 branch (the nvidia_driver role) and hold it.",
+                )
+            )
+        if facts.get("kernel_module") == "open":
+            out.append(
+                finding(
+                    "driver-open-modules",
+                    host,
+                    None,
+                    "volta_gpu.kernel_module",
+                    "the loaded NVIDIA kernel module is the open one.",
+                    "the open NVIDIA kernel modules support Turing and newer only.",
+                    "install the proprietary modules (nvidia_driver_kernel_module: proprietary).",
+                )
+            )
+    return out
+
+
+def apply_allow(findings, instances, host):
+    """Downgrade findings allowed on purpose; report bad and unused allow entries."""
+    out = list(findings)
+    extra = []
+    for inst in instances:
+        for index, entry in enumerate(inst.get("allow") or []):
+            field = f"allow[{index}]"
+            rule = entry.get("rule") if isinstance(entry, dict) else None
+            reason = entry.get("reason") if isinstance(entry, dict) else None
+            if not isinstance(rule, str) or rule not in RULES or not isinstance(reason, str) or not reason.strip():
+                extra.append(
+                    finding(
+                        "allow-invalid",
+                        host,
+                        inst["name"],
+                        field,
+                        f"allow entry {entry!r} needs a known rule id and a non-empty reason.",
+                        "an override is only accepted with the reason it is safe, which the output logs.",
+                        f"write {{rule: ID, reason: \"...\"}}; overridable rules: {', '.join(OVERRIDABLE)}.",
+                    )
+                )
+                continue
+            if rule not in OVERRIDABLE:
+                extra.append(
+                    finding(
+                        "allow-not-overridable",
+                        host,
+                        inst["name"],
+                        field,
+                        f"rule {rule} cannot be allowed.",
+                        "only rules that rest on unverified reports may be overridden; the others are known "
+                        "failures on V100.",
+                        f"fix what the rule reports; overridable rules: {', '.join(OVERRIDABLE)}.",
+                    )
+                )
+                continue
+            matched = False
+            for item in out:
+                if item["rule"] == rule and item["instance"] == inst["name"] and item["severity"] != ALLOWED:
+                    item["severity"] = ALLOWED
+                    item["reason"] = reason.strip()
+                    item["message"] += f" Allowed on purpose: {reason.strip()}"
+                    matched = True
+            if not matched:
+                extra.append(
+                    finding(
+                        "allow-unused",
+                        host,
+                        inst["name"],
+                        field,
+                        f"allow entry for {rule} matches no finding.",
+                        "a stale override hides the rule the day the configuration changes back.",
+                        "remove the entry.",
+                    )
+                )
+    return out + extra

@@ -1,0 +1,282 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# This file only documents the action plugin of the same name (plugins/action/serving_plan.py),
+# which runs on the controller and never connects to the host.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: serving_plan
+short_description: Check a V100 host's engine instances against the SM70 rules and build its serving plan
+description:
+  - Reads the host's O(server) (C(volta_server)) and O(instances) (C(volta_instances)), fills every
+    instance from its engine's Volta profile, checks the result against the V100 (SM70) rules and
+    returns the serving plan, one entry per instance with the exact argv and environment that the
+    systemd unit will run.
+  - Runs on the controller only and never connects to the host, so it works for hosts that cannot
+    be reached yet.
+  - Fails, listing every error of the host, when any rule reports an error. Warnings, and findings
+    allowed on purpose with their reasons, are printed as warnings.
+  - The API key is never part of the plan's argv or environment. vLLM and 1Cat-vLLM read
+    C(VLLM_API_KEY) from a root-only EnvironmentFile named in RV(plan.instances[].environment_file);
+    llama.cpp gets C(--api-key-file) RV(plan.instances[].api_key_file).
+  - 'Rules that rest on unverified reports (V(nvfp4-moe-tp), V(qwen-linear-pp)) can be allowed per instance
+    with C(allow: [{rule: ID, reason: "..."}]); allowing any other rule is an error.'
+author:
+  - volta.serving contributors (!UNKNOWN)
+options:
+  server:
+    description:
+      - The machine (C(volta_server)) with C(gpu_model), C(gpu_count), C(compute_capability),
+        C(nvlink_islands) and C(ram_gb).
+    type: dict
+    required: true
+  instances:
+    description:
+      - The engine instances (C(volta_instances)). Each needs C(name), C(engine) (V(vllm), V(onecat),
+        V(llamacpp)), C(model), C(gpus) and C(port) and states only what differs from its engine's profile.
+      - Other fields are C(enabled), C(served_model_name), C(model_family), C(quantization),
+        C(tensor_parallel), C(pipeline_parallel), C(dtype), C(kv_cache_dtype), C(max_model_len),
+        C(max_num_batched_tokens), C(max_num_seqs), C(gpu_memory_utilization), C(mtp),
+        C(mtp_num_speculative_tokens), C(backend_port), C(extra_args), C(env) and C(allow).
+    type: list
+    elements: dict
+    default: []
+  host:
+    description: The host name used in the findings and the plan. Defaults to C(inventory_hostname).
+    type: str
+  driver_branch:
+    description: NVIDIA driver branch that will be installed (C(nvidia_driver_branch)).
+    type: str
+    default: "580"
+  driver_kernel_module:
+    description: Which NVIDIA kernel modules will be installed (C(nvidia_driver_kernel_module)).
+    type: str
+    choices: [proprietary, open]
+    default: proprietary
+  cuda_version:
+    description: CUDA toolkit version that will be installed (C(cuda_toolkit_version)).
+    type: str
+    default: "12.8"
+  engine_versions:
+    description:
+      - Per engine (V(vllm), V(onecat)) the engine C(version), C(torch_version) and C(torch_cuda) tag
+        (for example V(cu126)), from the engine roles' variables.
+    type: dict
+    default: {}
+  ssh_port:
+    description: The host's SSH port (C(ansible_port)); no instance may use it.
+    type: int
+    default: 22
+  api_key_instances:
+    description:
+      - Names of the instances that have a key in C(api_gateway_keys). Only the names are passed, never the keys.
+    type: list
+    elements: str
+    default: []
+  api_host_key:
+    description: Whether a per-host key (C(api_gateway_host_key)) is configured.
+    type: bool
+    default: false
+  api_generate_keys:
+    description: Whether keys are generated on the host (C(api_gateway_generate_keys)).
+    type: bool
+    default: false
+  profiles:
+    description:
+      - Per-engine changes to the Volta profiles (engine -> keys C(program), C(dtype), C(attention_backend),
+        C(gpu_memory_utilization), C(n_gpu_layers), C(flags), C(env)); a key given replaces the default.
+    type: dict
+    default: {}
+  engines_root:
+    description:
+      - Where the engines are installed; an instance's engine runs from C(<engines_root>/<engine>/current).
+    type: str
+    default: /opt/volta/engines
+  secrets_dir:
+    description: Where the root-only key files and EnvironmentFiles of the instances live on the host.
+    type: str
+    default: /etc/volta/secrets
+  reserved_ports:
+    description: Other ports the host uses (port -> what), checked for collisions with the instances.
+    type: dict
+    default: {}
+  build_packages:
+    description: The engine build packages, when a role sets them; must include the Python headers for Triton.
+    type: list
+    elements: str
+  ram_need_gb:
+    description: Host RAM per instance by model family, in GB, on top of the built-in table.
+    type: dict
+    default: {}
+  gpu_facts:
+    description:
+      - The C(volta_gpu) fact of M(volta.serving.gpu_facts). When its status is V(ok), C(server) is checked
+        against it. Defaults to C(ansible_facts['volta_gpu']) when that is set.
+    type: dict
+  dump_dir:
+    description:
+      - A directory on the controller; when set, the plan is also written to C(<dump_dir>/<host>.json)
+        (even when there are errors).
+    type: path
+attributes:
+  action:
+    support: full
+    description: An action plugin; all of the work happens on the controller.
+  async:
+    support: none
+    description: Runs at once on the controller; there is nothing to wait for.
+  check_mode:
+    support: full
+    description: The plugin only reads its arguments; it runs the same way in check mode.
+  diff_mode:
+    support: none
+    description: Nothing on the host changes, so there is no diff.
+  platform:
+    support: full
+    platforms: all
+    description: Runs on the controller only; the host is never contacted.
+notes:
+  - Rule ids, severities and whether they can be allowed are listed in the role README of C(preflight).
+seealso:
+  - module: volta.serving.gpu_facts
+"""
+
+EXAMPLES = r"""
+- name: Check the serving plan of every host, on the controller
+  volta.serving.serving_plan:
+    server: "{{ volta_server }}"
+    instances: "{{ volta_instances | default([]) }}"
+    driver_branch: "{{ nvidia_driver_branch | default('580') }}"
+    cuda_version: "{{ cuda_toolkit_version | default('12.8') }}"
+    engine_versions:
+      vllm:
+        version: "{{ engine_vllm_version | default('0.21.0') }}"
+        torch_version: "{{ engine_vllm_torch_version | default('2.11.0') }}"
+        torch_cuda: "{{ engine_vllm_torch_cuda | default('cu126') }}"
+    api_key_instances: "{{ api_gateway_keys | default({}) | dict2items | selectattr('value') | map(attribute='key') }}"
+  register: serving
+
+- name: Show the command line of each instance
+  ansible.builtin.debug:
+    msg: "{{ item.unit }}: {{ item.argv | join(' ') }}"
+  loop: "{{ serving.plan.instances }}"
+  loop_control:
+    label: "{{ item.name }}"
+"""
+
+RETURN = r"""
+plan:
+  description: The serving plan of the host.
+  returned: always
+  type: dict
+  contains:
+    host:
+      description: The host.
+      type: str
+      returned: always
+      sample: server-a
+    gateway_ports:
+      description: The public ports of the enabled instances (what the gateway listens on).
+      type: list
+      elements: int
+      returned: always
+      sample: [8001, 8002]
+    instances:
+      description: One entry per instance that could be planned, in inventory order.
+      type: list
+      elements: dict
+      returned: always
+      contains:
+        name:
+          description: Instance name.
+          type: str
+          sample: command-r
+        enabled:
+          description: Whether the instance runs.
+          type: bool
+          sample: true
+        engine:
+          description: V(vllm), V(onecat) or V(llamacpp).
+          type: str
+          sample: vllm
+        unit:
+          description: The systemd unit.
+          type: str
+          sample: volta-command-r.service
+        public_port:
+          description: The port the gateway serves, with the API key.
+          type: int
+          sample: 8001
+        backend_port:
+          description: The engine's own port on loopback (public port + 10000 unless set).
+          type: int
+          sample: 18001
+        bind_host:
+          description: The address the engine binds.
+          type: str
+          sample: 127.0.0.1
+        cuda_visible_devices:
+          description: C(CUDA_VISIBLE_DEVICES) of the instance.
+          type: str
+          sample: "0,1,2,3"
+        argv:
+          description: The exact command line, program first.
+          type: list
+          elements: str
+          sample: ["/opt/volta/engines/vllm/current/venv/bin/vllm", "serve", "/srv/models/command-r-32b"]
+        env:
+          description: The environment of the unit (never the API key).
+          type: dict
+          sample: {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+        environment_file:
+          description: The root-only EnvironmentFile that holds C(VLLM_API_KEY) (vLLM engines), else null.
+          type: str
+          sample: /etc/volta/secrets/command-r.env
+        api_key_file:
+          description: The root-only key file passed with C(--api-key-file) (llama.cpp), else null.
+          type: str
+          sample: null
+        allowed:
+          description: Rules allowed on purpose for this instance, with their reasons.
+          type: list
+          elements: dict
+          sample: []
+findings:
+  description: Every finding, in order. C(severity) is V(error), V(warning) or V(allowed).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - rule: bf16-on-sm70
+      severity: error
+      host: server-a
+      instance: command-r
+      field: dtype
+      message: "server-a: instance command-r: field dtype: dtype bfloat16 on compute capability 7.0. Why: ... Fix: ..."
+errors:
+  description: Number of errors.
+  returned: always
+  type: int
+  sample: 0
+warning_count:
+  description:
+    - Number of warnings. The warnings themselves, and the allowed findings with their reasons, are printed
+      (Ansible's own C(warnings) list), which is why the count has another name.
+  returned: always
+  type: int
+  sample: 1
+allowed_count:
+  description: Number of findings allowed on purpose.
+  returned: always
+  type: int
+  sample: 0
+dump_file:
+  description: The file the plan was written to, when O(dump_dir) is set.
+  returned: when O(dump_dir) is set
+  type: str
+  sample: /tmp/plans/server-a.json
+"""

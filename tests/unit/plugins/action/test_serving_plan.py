@@ -1,0 +1,268 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Tests for the volta.serving.serving_plan action plugin and playbooks/preflight.yml.
+
+run() is called with a fake task and a connection that fails the test if anything touches it.
+The playbook tests run ansible-playbook as a subprocess against inventories whose hosts are
+unreachable on purpose (TEST-NET-1 addresses over SSH): preflight must never connect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from ansible.parsing.vault import VaultLib, VaultSecret
+from ansible_collections.volta.serving.plugins.action.serving_plan import ActionModule
+
+REPO = Path(__file__).resolve().parents[4]
+ANSIBLE_PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
+# The lab-only example password, published in inventories/lab/group_vars/all/README.md.
+LAB_VAULT_PASSWORD = "volta-lab-example"  # noqa: S105
+
+SXM2 = {
+    "gpu_model": "Tesla V100-SXM2-32GB",
+    "gpu_count": 10,
+    "compute_capability": "7.0",
+    "nvlink_islands": [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]],
+    "ram_gb": 512,
+}
+COMMAND_R = {
+    "name": "command-r",
+    "engine": "vllm",
+    "model": "/srv/models/command-r-32b",
+    "gpus": [0, 1, 2, 3],
+    "tensor_parallel": 4,
+    "port": 8001,
+}
+
+
+class NoConnection:
+    """A connection that fails the test on any use beyond the attributes ActionBase reads."""
+
+    def __init__(self):
+        self._shell = SimpleNamespace(tmpdir=None)
+
+    def __getattr__(self, name):
+        raise AssertionError(f"serving_plan touched the connection: {name}")
+
+
+def make_action(args):
+    task = SimpleNamespace(args=args, async_val=0, check_mode=False, action="volta.serving.serving_plan")
+    return ActionModule(task, NoConnection(), play_context=None, loader=None, templar=None)
+
+
+def test_action_run_returns_plan_and_counts():
+    action = make_action({"server": SXM2, "instances": [COMMAND_R], "api_key_instances": ["command-r"]})
+    result = action.run(task_vars={"inventory_hostname": "server-a"})
+    assert not result.get("failed")
+    assert result["changed"] is False
+    assert result["errors"] == 0
+    assert result["warning_count"] == 0
+    assert result["plan"]["host"] == "server-a"
+    [entry] = result["plan"]["instances"]
+    assert entry["unit"] == "volta-command-r.service"
+    assert entry["argv"][:3] == ["/opt/volta/engines/vllm/current/venv/bin/vllm", "serve", "/srv/models/command-r-32b"]
+
+
+def test_action_run_fails_listing_every_error_and_prints_warnings():
+    instances = [
+        {**COMMAND_R, "dtype": "bfloat16", "gpus": [0, 1, 2, 12]},
+        {**COMMAND_R, "name": "second", "gpus": [4, 5, 8, 9], "port": 8001},
+    ]
+    action = make_action({"server": SXM2, "instances": instances, "api_key_instances": ["command-r", "second"]})
+    result = action.run(task_vars={"inventory_hostname": "server-a"})
+    assert result["failed"] is True
+    errors = [f for f in result["findings"] if f["severity"] == "error"]
+    assert result["errors"] == len(errors) >= 3
+    for finding in errors:
+        assert finding["message"] in result["msg"]
+    assert "server-a: instance command-r: field dtype" in result["msg"]
+    assert "server-a: instance second: field port" in result["msg"]
+    # second's TP group [4, 5, 8, 9] spans two boards: a warning, printed through Ansible's warnings.
+    assert result["warning_count"] == 1
+    assert any("field gpus" in w and "second" in w for w in result["warnings"])
+
+
+def test_action_run_cross_checks_gpu_facts_from_task_vars():
+    facts = {
+        "status": "ok",
+        "gpu_count": 10,
+        "gpus": [{"name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0"}] * 10,
+        "nvlink_islands": [[0, 1, 2, 3], [4, 5, 6, 7]],
+        "min_compute_capability": "7.0",
+        "driver_version": "590.44.01",
+        "kernel_module": "open",
+    }
+    action = make_action({"server": SXM2, "instances": []})
+    result = action.run(task_vars={"inventory_hostname": "server-a", "ansible_facts": {"volta_gpu": facts}})
+    assert result["failed"] is True
+    rules = sorted(f["rule"] for f in result["findings"])
+    assert rules == ["driver-branch-above-580", "driver-open-modules", "gpu-facts-mismatch"]
+    assert "field volta_server.nvlink_islands" in result["msg"]
+
+
+def test_action_run_ignores_gpu_facts_that_are_not_ok():
+    facts = {"status": "no_driver", "gpu_count": 0, "gpus": [], "nvlink_islands": []}
+    action = make_action({"server": SXM2, "instances": [], "gpu_facts": facts})
+    result = action.run(task_vars={"inventory_hostname": "server-a"})
+    assert result["findings"] == []
+
+
+def test_action_run_writes_the_dump(tmp_path):
+    action = make_action(
+        {"server": SXM2, "instances": [COMMAND_R], "api_generate_keys": True, "dump_dir": str(tmp_path / "d")}
+    )
+    result = action.run(task_vars={"inventory_hostname": "server-a"})
+    dumped = json.loads((tmp_path / "d" / "server-a.json").read_text())
+    assert result["dump_file"] == str(tmp_path / "d" / "server-a.json")
+    assert dumped == result["plan"]
+    assert dumped["instances"][0]["env"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+
+
+def test_action_run_rejects_unknown_arguments():
+    action = make_action({"server": SXM2, "instancez": []})
+    with pytest.raises(Exception, match="instancez"):
+        action.run(task_vars={"inventory_hostname": "server-a"})
+
+
+# ------------------------------------------------------------------------------------------------
+# playbooks/preflight.yml as a subprocess: controller only, unreachable hosts.
+# ------------------------------------------------------------------------------------------------
+
+
+def run_preflight(inventory, tmp_path, *extra):
+    password = tmp_path / "vault-pass"
+    password.write_text(LAB_VAULT_PASSWORD + "\n", encoding="utf-8")
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_INJECT_FACT_VARS": "false",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_SSH_TIMEOUT": "3",
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+    }
+    command = [
+        str(ANSIBLE_PLAYBOOK),
+        str(REPO / "playbooks" / "preflight.yml"),
+        "-i",
+        str(inventory),
+        "--vault-password-file",
+        str(password),
+        "-e",
+        "volta_preflight_detect=false",
+        *extra,
+    ]
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def unreachable_copy(name, tmp_path):
+    """Copy inventories/<name> and point every host at an unreachable TEST-NET-1 address over SSH."""
+    dest = tmp_path / name
+    shutil.copytree(REPO / "inventories" / name, dest)
+    hosts_file = dest / "hosts.yml"
+    hosts = yaml.safe_load(hosts_file.read_text())
+    for number, host in enumerate(hosts["all"]["children"]["volta"]["hosts"].values(), start=1):
+        host["ansible_host"] = f"192.0.2.{number}"
+        host["ansible_connection"] = "ssh"
+    hosts_file.write_text(yaml.safe_dump(hosts))
+    return dest
+
+
+def inventory_keys(name):
+    """The API keys an inventory ships (the lab's decrypted with its published example password)."""
+    if name == "sim":
+        data = yaml.safe_load((REPO / "inventories/sim/group_vars/volta/api_keys_TEST_ONLY.yml").read_text())
+        return list(data["api_gateway_keys"].values())
+    vault = VaultLib([("default", VaultSecret(LAB_VAULT_PASSWORD.encode()))])
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!vault", lambda loader, node: loader.construct_scalar(node))
+    data = yaml.load((REPO / "inventories/lab/group_vars/all/vault.yml").read_text(), Loader=Loader)  # noqa: S506
+    keys = [vault.decrypt(value).decode() for value in data["api_gateway_keys"].values()]
+    assert all(len(key) >= 32 for key in keys)
+    return keys
+
+
+@pytest.mark.parametrize(("name", "hosts"), [("lab", ["server-a", "server-b"]), ("sim", ["sxm2", "pcie"])])
+def test_preflight_playbook_passes_on_shipped_inventories(name, hosts, tmp_path):
+    inventory = unreachable_copy(name, tmp_path)
+    dump = tmp_path / "plans"
+    rc, out = run_preflight(inventory, tmp_path, "-e", f"volta_plan_dump={dump}")
+    assert rc == 0, out
+    assert "unreachable=0" in out
+    assert "UNREACHABLE" not in out
+    for host in hosts:
+        assert re.search(rf"{host}\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", out), out
+        plan = json.loads((dump / f"{host}.json").read_text())
+        assert plan["host"] == host
+        for entry in plan["instances"]:
+            assert {"name", "engine", "unit", "argv", "env"} <= set(entry)
+            assert entry["argv"][entry["argv"].index("--host") + 1] == "127.0.0.1"
+        # The keys of the inventory never reach the plan.
+        dumped = (dump / f"{host}.json").read_text()
+        for key in inventory_keys(name):
+            assert key not in dumped
+            assert key not in out
+    if name == "lab":
+        server_a = json.loads((dump / "server-a.json").read_text())
+        assert [(i["name"], i["enabled"]) for i in server_a["instances"]] == [
+            ("qwen72b", True),
+            ("command-r", False),
+            ("deepseek-lite", True),
+        ]
+
+
+def test_preflight_playbook_fails_listing_every_finding_of_every_host(tmp_path):
+    inventory = unreachable_copy("sim", tmp_path)
+    sxm2 = yaml.safe_load((inventory / "host_vars" / "sxm2.yml").read_text())
+    sxm2["volta_instances"][0]["dtype"] = "bfloat16"  # qwen72b
+    sxm2["volta_instances"][2]["extra_args"] = ["--host", "0.0.0.0"]  # noqa: S104 - deepseek-lite, must fail
+    (inventory / "host_vars" / "sxm2.yml").write_text(yaml.safe_dump(sxm2))
+    pcie = yaml.safe_load((inventory / "host_vars" / "pcie.yml").read_text())
+    pcie["volta_instances"][1]["mtp"] = True  # flash-next-b: FP8 KV + MTP, and MTP on PCIe TP=4
+    pcie["volta_instances"][1]["port"] = 8001  # collides with flash-next-a
+    (inventory / "host_vars" / "pcie.yml").write_text(yaml.safe_dump(pcie))
+
+    rc, out = run_preflight(inventory, tmp_path)
+    assert rc != 0, out
+    assert "UNREACHABLE" not in out
+    for expected in (
+        "sxm2: instance qwen72b: field dtype",
+        "sxm2: instance deepseek-lite: field extra_args: --host 0.0.0.0",
+        "pcie: instance flash-next-b: field kv_cache_dtype",
+        "pcie: instance flash-next-b: field port: port 8001",
+        "pcie: instance flash-next-b: field mtp",  # the warning is printed too
+    ):
+        assert expected in out, out
+    assert re.search(r"sxm2\s+: .*failed=1", out), out
+    assert re.search(r"pcie\s+: .*failed=1", out), out
+
+
+def test_preflight_playbook_on_the_shipped_sim_inventory_as_is(tmp_path):
+    # The sim inventory unchanged (Docker connection to containers that do not run here) and
+    # without a vault password: it has no vault, and preflight never opens a connection.
+    inventory = REPO / "inventories" / "sim"
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+    }
+    proc = subprocess.run(
+        [str(ANSIBLE_PLAYBOOK), str(REPO / "playbooks" / "preflight.yml"), "-i", str(inventory),
+         "-e", "volta_preflight_detect=false"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
