@@ -572,8 +572,8 @@ def test_plan_is_deterministic_and_json_serialisable():
 
 
 def test_api_key_never_in_argv_or_env():
-    report = run(SXM2, [QWEN72B, GGUF, COMMAND_R], generate_keys=False, keyed_instances=["qwen72b", "deepseek-lite",
-                                                                                          "command-r"])
+    keyed = ["qwen72b", "deepseek-lite", "command-r"]
+    report = run(SXM2, [QWEN72B, GGUF, COMMAND_R], generate_keys=False, keyed_instances=keyed)
     for entry in report["plan"]["instances"]:
         assert "--api-key" not in entry["argv"]
         assert not any("API_KEY" in key for key in entry["env"])

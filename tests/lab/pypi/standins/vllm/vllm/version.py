@@ -1,1 +1,3 @@
-from vllm import __version__, __version_tuple__  # noqa: F401
+from vllm import __version__, __version_tuple__
+
+__all__ = ["__version__", "__version_tuple__"]

@@ -94,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if not self.state.tokens or self.command == "OPTIONS" or not path.startswith("/v1"):
             return True
-        scheme, _, param = self.headers.get("Authorization", "").partition(" ")
+        scheme, _sep, param = self.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return False
         ok = False
@@ -125,7 +125,7 @@ class Handler(BaseHTTPRequestHandler):
         }
         handler = routes.get((self.command, path))
         if handler is None:
-            if any(p == path for (_, p) in routes):
+            if any(p == path for (_method, p) in routes):
                 self._send(405, {"detail": "Method Not Allowed"})
             else:
                 self._send(404, {"detail": "Not Found"})
