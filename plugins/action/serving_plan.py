@@ -4,6 +4,11 @@
 
 Documentation: plugins/modules/serving_plan.py. Never connects to the host: it only reads its
 arguments (and the host's variables) and, with dump_dir, writes a JSON file on the controller.
+
+Every argument left out is read from the host's variables with the expression in
+VAR_DEFAULTS (the inventory names of volta.serving), so that preflight, engine_service and
+api_gateway all call it without arguments and build the same plan: what preflight checked is
+what the units run.
 """
 
 from __future__ import annotations
@@ -12,34 +17,72 @@ import json
 import os
 
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
+from ansible.template import trust_as_template
 from ansible_collections.volta.serving.plugins.module_utils._plan import (
     DEFAULT_ENGINES_ROOT,
     DEFAULT_SECRETS_DIR,
     build_report,
 )
 
+# No defaults here: an argument left out comes from VAR_DEFAULTS (host variables), whose
+# expressions carry the built-in defaults.
 ARGUMENT_SPEC = {
-    "server": {"type": "dict", "required": True},
-    "instances": {"type": "list", "elements": "dict", "default": []},
+    "server": {"type": "dict"},
+    "instances": {"type": "list", "elements": "dict"},
     "host": {"type": "str"},
-    "driver_branch": {"type": "str", "default": "580"},
-    "driver_kernel_module": {"type": "str", "default": "proprietary", "choices": ["proprietary", "open"]},
-    "cuda_version": {"type": "str", "default": "12.8"},
-    "engine_versions": {"type": "dict", "default": {}},
-    "ssh_port": {"type": "int", "default": 22},
-    "api_key_instances": {"type": "list", "elements": "str", "default": []},
-    "api_host_key": {"type": "bool", "default": False},
-    "api_generate_keys": {"type": "bool", "default": False},
-    "profiles": {"type": "dict", "default": {}},
-    "engines_root": {"type": "str", "default": DEFAULT_ENGINES_ROOT},
-    "secrets_dir": {"type": "str", "default": DEFAULT_SECRETS_DIR},
-    "reserved_ports": {"type": "dict", "default": {}},
+    "driver_branch": {"type": "str"},
+    "driver_kernel_module": {"type": "str", "choices": ["proprietary", "open"]},
+    "cuda_version": {"type": "str"},
+    "engine_versions": {"type": "dict"},
+    "ssh_port": {"type": "int"},
+    "api_key_instances": {"type": "list", "elements": "str"},
+    "api_host_key": {"type": "bool"},
+    "api_generate_keys": {"type": "bool"},
+    "profiles": {"type": "dict"},
+    "engines_root": {"type": "str"},
+    "secrets_dir": {"type": "str"},
+    "reserved_ports": {"type": "dict"},
     "build_packages": {"type": "list", "elements": "str"},
-    "ram_need_gb": {"type": "dict", "default": {}},
+    "ram_need_gb": {"type": "dict"},
     "gpu_facts": {"type": "dict"},
     "dump_dir": {"type": "path"},
+    "report_warnings": {"type": "bool", "default": True},
+}
+
+# Where each argument comes from when the task leaves it out: a Jinja expression over the
+# host's variables. The one mapping from inventory names to the plan's inputs.
+VAR_DEFAULTS = {
+    "server": "volta_server | default(none)",
+    "instances": "volta_instances | default([])",
+    "host": "inventory_hostname | default('localhost')",
+    "driver_branch": "nvidia_driver_branch | default('580') | string",
+    "driver_kernel_module": "nvidia_driver_kernel_module | default('proprietary')",
+    "cuda_version": "cuda_toolkit_version | default('12.8') | string",
+    "engine_versions": (
+        "{'vllm': {'version': engine_vllm_version | default('0.21.0') | string,"
+        " 'torch_version': engine_vllm_torch_version | default('2.11.0') | string,"
+        " 'torch_cuda': engine_vllm_torch_cuda | default('cu126') | string},"
+        " 'onecat': {'version': engine_onecat_version | default('1.5.1') | string,"
+        " 'torch_version': engine_onecat_torch_version | default('2.10.0') | string,"
+        " 'torch_cuda': engine_onecat_torch_cuda | default('cu128') | string}}"
+    ),
+    "ssh_port": "ansible_port | default(22)",
+    # Only the names of the instances that have a key; the keys never reach the plugin.
+    "api_key_instances": (
+        "api_gateway_keys | default({}) | dict2items | selectattr('value') | map(attribute='key') | list"
+    ),
+    "api_host_key": "api_gateway_host_key | default('') | length > 0",
+    "api_generate_keys": "api_gateway_generate_keys | default(false) | bool",
+    "profiles": "preflight_engine_profiles | default({})",
+    "engines_root": f"volta_engines_root | default('{DEFAULT_ENGINES_ROOT}')",
+    "secrets_dir": f"volta_secrets_dir | default('{DEFAULT_SECRETS_DIR}')",
+    "reserved_ports": "preflight_reserved_ports | default({})",
+    "build_packages": "engine_build_packages | default(none)",
+    "ram_need_gb": "preflight_host_ram_need_gb | default({})",
+    "gpu_facts": "ansible_facts['volta_gpu'] | default(none)",
 }
 
 
@@ -60,20 +103,38 @@ class ActionModule(ActionBase):
     _requires_connection = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
 
+    def _resolve_args(self, task_vars):
+        """The task's arguments, each one left out read from the host's variables (VAR_DEFAULTS)."""
+        given = {k: v for k, v in self._task.args.items() if v is not None}
+        templar = self._templar.copy_with_new_env(available_variables=task_vars)
+        merged = dict(given)
+        for name, expression in VAR_DEFAULTS.items():
+            if name in given:
+                continue
+            try:
+                value = templar.evaluate_expression(trust_as_template(expression))
+            except Exception as exc:
+                raise AnsibleActionFail(f"serving_plan: cannot read {name} from the host's variables ({expression}): "
+                                        f"{to_text(exc)}") from exc
+            if value is not None:
+                merged[name] = value
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(merged)
+        if validation.error_messages:
+            raise AnsibleActionFail("serving_plan: " + "; ".join(validation.error_messages))
+        return validation.validated_parameters
+
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         del tmp  # never used: nothing is copied to the host
 
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        host = args["host"] or task_vars.get("inventory_hostname") or "localhost"
-        gpu_facts = args["gpu_facts"]
-        if gpu_facts is None:
-            gpu_facts = (task_vars.get("ansible_facts") or {}).get("volta_gpu")
+        args = self._resolve_args(task_vars)
+        host = args.get("host") or "localhost"
+        gpu_facts = args.get("gpu_facts")
 
         report = build_report(
             host,
-            args["server"],
+            args.get("server"),
             args["instances"],
             driver_branch=args["driver_branch"],
             driver_kernel_module=args["driver_kernel_module"],
@@ -87,7 +148,7 @@ class ActionModule(ActionBase):
             engines_root=args["engines_root"],
             secrets_dir=args["secrets_dir"],
             reserved_ports=args["reserved_ports"],
-            build_packages=args["build_packages"],
+            build_packages=args.get("build_packages"),
             ram_need_gb=args["ram_need_gb"],
             gpu_facts=gpu_facts,
         )
@@ -100,7 +161,7 @@ class ActionModule(ActionBase):
             warning_count=report["warnings"],
             allowed_count=report["allowed"],
         )
-        if args["dump_dir"]:
+        if args.get("dump_dir"):
             try:
                 result["dump_file"] = write_dump(args["dump_dir"], host, report["plan"])
             except OSError as exc:
@@ -108,7 +169,7 @@ class ActionModule(ActionBase):
 
         printed = [f["message"] for f in report["findings"] if f["severity"] == "warning"]
         printed += [f"ALLOWED ({f['rule']}): {f['message']}" for f in report["findings"] if f["severity"] == "allowed"]
-        if printed:
+        if printed and args["report_warnings"]:
             result["warnings"] = printed
         errors = [f["message"] for f in report["findings"] if f["severity"] == "error"]
         if errors:

@@ -18,6 +18,14 @@ description:
     systemd unit will run.
   - Runs on the controller only and never connects to the host, so it works for hosts that cannot
     be reached yet.
+  - Every option left out is read from the host's variables, the inventory names of volta.serving
+    (C(volta_server), C(volta_instances), C(nvidia_driver_branch), C(nvidia_driver_kernel_module),
+    C(cuda_toolkit_version), C(engine_vllm_version), C(engine_vllm_torch_version), C(engine_vllm_torch_cuda),
+    the same three for C(engine_onecat_*), C(ansible_port), the names in C(api_gateway_keys),
+    C(api_gateway_host_key), C(api_gateway_generate_keys), C(preflight_engine_profiles),
+    C(preflight_reserved_ports), C(engine_build_packages), C(preflight_host_ram_need_gb),
+    C(volta_engines_root), C(volta_secrets_dir), C(ansible_facts['volta_gpu'])); the defaults below apply when
+    those are unset too. So roles call it without options and build the same plan as preflight.
   - Fails, listing every error of the host, when any rule reports an error. Warnings, and findings
     allowed on purpose with their reasons, are printed as warnings.
   - The API key is never part of the plan's argv or environment. vLLM and 1Cat-vLLM read
@@ -32,8 +40,8 @@ options:
     description:
       - The machine (C(volta_server)) with C(gpu_model), C(gpu_count), C(compute_capability),
         C(nvlink_islands) and C(ram_gb).
+      - Defaults to C(volta_server); a host without either fails with a finding.
     type: dict
-    required: true
   instances:
     description:
       - The engine instances (C(volta_instances)). Each needs C(name), C(engine) (V(vllm), V(onecat),
@@ -117,6 +125,12 @@ options:
       - The C(volta_gpu) fact of M(volta.serving.gpu_facts). When its status is V(ok), C(server) is checked
         against it. Defaults to C(ansible_facts['volta_gpu']) when that is set.
     type: dict
+  report_warnings:
+    description:
+      - Print the warnings and allowed findings (Ansible's C(warnings)). Roles that rebuild the plan after
+        preflight set V(false) so each warning is printed once per run; the counts are returned either way.
+    type: bool
+    default: true
   dump_dir:
     description:
       - A directory on the controller; when set, the plan is also written to C(<dump_dir>/<host>.json)
@@ -146,6 +160,11 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Build the plan of this host from its variables (what preflight, engine_service and api_gateway do)
+  volta.serving.serving_plan:
+    report_warnings: false
+  register: serving
+
 - name: Check the serving plan of every host, on the controller
   volta.serving.serving_plan:
     server: "{{ volta_server }}"

@@ -19,7 +19,9 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from ansible.parsing.dataloader import DataLoader
 from ansible.parsing.vault import VaultLib, VaultSecret
+from ansible.template import Templar
 from ansible_collections.volta.serving.plugins.action.serving_plan import ActionModule
 
 REPO = Path(__file__).resolve().parents[4]
@@ -56,7 +58,7 @@ class NoConnection:
 
 def make_action(args):
     task = SimpleNamespace(args=args, async_val=0, check_mode=False, action="volta.serving.serving_plan")
-    return ActionModule(task, NoConnection(), play_context=None, loader=None, templar=None)
+    return ActionModule(task, NoConnection(), play_context=None, loader=None, templar=Templar(loader=DataLoader()))
 
 
 def test_action_run_returns_plan_and_counts():
@@ -131,6 +133,109 @@ def test_action_run_rejects_unknown_arguments():
     action = make_action({"server": SXM2, "instancez": []})
     with pytest.raises(Exception, match="instancez"):
         action.run(task_vars={"inventory_hostname": "server-a"})
+
+
+def test_action_run_reads_every_input_from_the_host_variables():
+    # No arguments at all: what engine_service and api_gateway do. Same plan as preflight's call.
+    host_vars = {
+        "inventory_hostname": "server-a",
+        "volta_server": SXM2,
+        "volta_instances": [COMMAND_R],
+        "api_gateway_keys": {"command-r": "not-passed-on", "unused": ""},
+        "volta_engines_root": "/srv/engines",
+        "volta_secrets_dir": "/srv/secrets",
+    }
+    result = make_action({}).run(task_vars=host_vars)
+    assert not result.get("failed"), result["msg"]
+    [entry] = result["plan"]["instances"]
+    assert entry["argv"][0] == "/srv/engines/vllm/current/venv/bin/vllm"
+    assert entry["environment_file"] == "/srv/secrets/command-r.env"
+    explicit = make_action(
+        {
+            "server": SXM2,
+            "instances": [COMMAND_R],
+            "api_key_instances": ["command-r"],
+            "engines_root": "/srv/engines",
+            "secrets_dir": "/srv/secrets",
+            "host": "server-a",
+        }
+    ).run(task_vars={})
+    assert explicit["plan"] == result["plan"]
+    assert "not-passed-on" not in json.dumps(result, default=str)
+
+
+@pytest.mark.parametrize(
+    ("host_vars", "rule"),
+    [
+        # No key of any kind: the instance is refused.
+        ({}, "no-api-key"),
+        # Each way of giving a key, read from the variables of api_gateway.
+        ({"api_gateway_keys": {"command-r": "k" * 32}}, None),
+        ({"api_gateway_keys": {"command-r": ""}}, "no-api-key"),
+        ({"api_gateway_host_key": "h" * 32}, None),
+        ({"api_gateway_host_key": ""}, "no-api-key"),
+        ({"api_gateway_generate_keys": True}, None),
+        # Driver, CUDA and torch versions from the roles' variables.
+        ({"api_gateway_generate_keys": True, "nvidia_driver_branch": 590}, "driver-branch-above-580"),
+        ({"api_gateway_generate_keys": True, "nvidia_driver_kernel_module": "open"}, "driver-open-modules"),
+        ({"api_gateway_generate_keys": True, "cuda_toolkit_version": "13.0"}, "cuda-13-on-sm70"),
+        ({"api_gateway_generate_keys": True, "engine_vllm_torch_cuda": "cu130"}, "torch-without-sm70"),
+        # The SSH port and the reserved ports of the host.
+        ({"api_gateway_generate_keys": True, "ansible_port": 8001}, "port-collision"),
+        ({"api_gateway_generate_keys": True, "preflight_reserved_ports": {8001: "node exporter"}}, "port-collision"),
+    ],
+)
+def test_action_run_defaults_follow_the_host_variables(host_vars, rule):
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R], **host_vars}
+    result = make_action({}).run(task_vars=task_vars)
+    errors = sorted({f["rule"] for f in result["findings"] if f["severity"] == "error"})
+    assert errors == ([rule] if rule else []), result["msg"]
+
+
+def test_action_run_arguments_win_over_host_variables():
+    task_vars = {
+        "inventory_hostname": "server-a",
+        "volta_server": SXM2,
+        "volta_instances": [],
+        "nvidia_driver_branch": "590",
+    }
+    result = make_action({"instances": [COMMAND_R], "api_generate_keys": True, "driver_branch": "580"}).run(
+        task_vars=task_vars
+    )
+    assert not result.get("failed"), result["msg"]
+    assert [i["name"] for i in result["plan"]["instances"]] == ["command-r"]
+
+
+def test_action_run_profiles_and_ram_from_preflight_variables():
+    task_vars = {
+        "inventory_hostname": "server-a",
+        "volta_server": {**SXM2, "ram_gb": 64},
+        "volta_instances": [COMMAND_R],
+        "api_gateway_generate_keys": True,
+        "preflight_engine_profiles": {"vllm": {"gpu_memory_utilization": 0.85}},
+        "preflight_host_ram_need_gb": {"dense": 200},
+    }
+    result = make_action({}).run(task_vars=task_vars)
+    [entry] = result["plan"]["instances"]
+    assert entry["argv"][entry["argv"].index("--gpu-memory-utilization") + 1] == "0.85"
+    assert result["warning_count"] >= 1
+    assert result["warnings"]
+
+
+def test_action_run_report_warnings_false_keeps_the_count_only():
+    instances = [{**COMMAND_R, "gpus": [2, 3, 4, 5]}]  # TP group across two boards: a warning
+    result = make_action({"report_warnings": False}).run(
+        task_vars={"inventory_hostname": "a", "volta_server": SXM2, "volta_instances": instances,
+                   "api_gateway_generate_keys": True}
+    )  # fmt: skip
+    assert result["warning_count"] == 1
+    assert "warnings" not in result
+
+
+def test_action_run_missing_server_is_a_finding():
+    result = make_action({}).run(task_vars={"inventory_hostname": "server-a"})
+    assert result["failed"] is True
+    assert "field volta_server" in result["msg"]
 
 
 # ------------------------------------------------------------------------------------------------
