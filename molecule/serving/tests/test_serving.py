@@ -1,0 +1,266 @@
+"""Verify engine_service + api_gateway (+ firewall) on the simulated V100 host, from the client.
+
+Expected values come from the scenario (molecule.yml: the instance, its ports and its test key;
+prepare.yml: the retired unit; converge.yml: the client is the only allowed network), not from
+the roles. Everything that carries the key runs through `docker exec` with the key on stdin, so
+the verifier itself never puts the key on a command line or into Ansible's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+SCENARIO = yaml.safe_load((Path(__file__).resolve().parents[1] / "molecule.yml").read_text())
+V100, CLIENT = "serving-v100", "serving-client"
+HOST_VARS = SCENARIO["provisioner"]["inventory"]["host_vars"][V100]
+INSTANCE = HOST_VARS["volta_instances"][0]
+KEY = HOST_VARS["api_gateway_keys"][INSTANCE["name"]]
+PUBLIC = INSTANCE["port"]
+BACKEND = PUBLIC + 10000
+UNIT = f"volta-{INSTANCE['name']}.service"
+MODEL = INSTANCE["served_model_name"]
+testinfra_hosts = [f"ansible://{V100}"]
+# The log of the scenario's ansible-playbook runs (molecule.yml). The verifier's own Ansible calls
+# (testinfra reads the inventory, test key included, with ansible-inventory) stay out of it.
+ANSIBLE_LOG = Path(
+    os.environ.pop("ANSIBLE_LOG_PATH", "") or Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "ansible.log"
+)
+
+# Runs on the client: one HTTP request described by JSON on stdin; prints the outcome as JSON,
+# with the arrival time of every line of the body (to see SSE chunks arrive one by one).
+REQUEST = r"""
+import http.client, json, socket, sys, time
+spec = json.load(sys.stdin)
+headers = {"Content-Type": "application/json"}
+if spec.get("key"):
+    headers["Authorization"] = "Bearer " + spec["key"]
+source = (spec["source"], 0) if spec.get("source") else None
+conn = http.client.HTTPConnection(spec["host"], spec["port"], timeout=spec.get("timeout", 10), source_address=source)
+start = time.monotonic()
+try:
+    body = json.dumps(spec["body"]) if spec.get("body") is not None else None
+    conn.request(spec.get("method", "GET"), spec["path"], body=body, headers=headers)
+    resp = conn.getresponse()
+    lines = []
+    while True:
+        line = resp.readline()
+        if not line:
+            break
+        lines.append([round(time.monotonic() - start, 3), line.decode(errors="replace").rstrip("\n")])
+    print(json.dumps({"status": resp.status, "headers": dict(resp.getheaders()), "lines": lines}))
+except ConnectionRefusedError:
+    print(json.dumps({"status": "refused"}))
+except (socket.timeout, TimeoutError):
+    print(json.dumps({"status": "timeout"}))
+except OSError as exc:
+    print(json.dumps({"status": "error", "error": str(exc)}))
+"""
+
+
+def docker(*argv, stdin=None, check=True):
+    proc = subprocess.run(["docker", *argv], input=stdin, capture_output=True, text=True, timeout=120, check=False)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def address(container):
+    out = docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", container).stdout
+    return out.split()[0]
+
+
+def request(path, key=None, method="GET", body=None, port=PUBLIC, source=None, timeout=10):
+    spec = {"host": address(V100), "port": port, "path": path, "key": key, "method": method, "body": body,
+            "source": source, "timeout": timeout}  # fmt: skip
+    out = docker("exec", "-i", CLIENT, "python3", "-c", REQUEST, stdin=json.dumps(spec)).stdout
+    return json.loads(out)
+
+
+def text(result):
+    return "\n".join(line for _t, line in result.get("lines", []))
+
+
+# ---- engine_service ------------------------------------------------------------------------
+
+
+def test_service_account_in_gpu_groups(host):
+    user = host.user("volta")
+    assert user.exists
+    assert {"video", "render"} <= set(user.groups)
+    assert user.shell == "/usr/sbin/nologin"
+
+
+def test_unit_running_as_service_user_with_hardening(host):
+    unit = host.file(f"/etc/systemd/system/{UNIT}")
+    assert unit.exists
+    assert unit.user == "root"
+    assert unit.mode == 0o644
+    content = unit.content_string
+    for line in (
+        "User=volta",
+        "Restart=on-failure",
+        "NoNewPrivileges=true",
+        "ProtectSystem=strict",
+        "ProtectHome=true",
+        "PrivateTmp=true",
+        'Environment="CUDA_VISIBLE_DEVICES=0"',
+        'Environment="CUDA_DEVICE_ORDER=PCI_BUS_ID"',
+        "EnvironmentFile=/etc/volta/secrets/chat.env",
+        "TimeoutStartSec=1800",
+    ):
+        assert line in content.splitlines(), line
+    assert f"--host 127.0.0.1 --port {BACKEND}" in content
+    service = host.service(UNIT)
+    assert service.is_running
+    assert service.is_enabled
+    pid = host.check_output(f"systemctl show -p MainPID --value {UNIT}")
+    assert host.check_output(f"ps -o user= -p {pid}").strip() == "volta"
+
+
+def test_unit_passes_systemd_analyze_verify(host):
+    assert host.run(f"systemd-analyze verify /etc/systemd/system/{UNIT}").rc == 0
+
+
+def test_environment_file_is_the_service_users_only(host):
+    env = host.file("/etc/volta/secrets/chat.env")
+    assert env.user == "volta"
+    assert env.mode == 0o600
+    assert host.file("/etc/volta/secrets").mode == 0o750
+
+
+def test_engine_listens_on_loopback_only(host):
+    assert host.socket(f"tcp://127.0.0.1:{BACKEND}").is_listening
+    assert not host.socket(f"tcp://0.0.0.0:{BACKEND}").is_listening
+
+
+def test_retired_instance_removed(host):
+    assert not host.file("/etc/systemd/system/volta-retired.service").exists
+    assert not host.file("/etc/systemd/system/multi-user.target.wants/volta-retired.service").exists
+    assert "sleep infinity" not in host.check_output("ps -eo args")
+
+
+# ---- api_gateway ---------------------------------------------------------------------------
+
+
+def test_nginx_config_valid_and_default_site_gone(host):
+    assert host.package("nginx").is_installed
+    assert host.service("nginx").is_running
+    assert host.run("nginx -t").rc == 0
+    assert not host.file("/etc/nginx/sites-enabled/default").exists
+    keys = host.file("/etc/nginx/volta/keys.conf")
+    assert (keys.user, keys.group, keys.mode) == ("root", "www-data", 0o640)
+    assert host.socket(f"tcp://0.0.0.0:{PUBLIC}").is_listening
+
+
+@pytest.mark.parametrize("path", ["/v1/models", "/metrics"])
+@pytest.mark.parametrize("key", [None, "wrong-key-0123456789", KEY.upper(), KEY + "x"])
+def test_no_valid_key_is_refused(path, key):
+    assert request(path, key=key)["status"] in (401, 403)
+
+
+def test_models_with_key():
+    result = request("/v1/models", key=KEY)
+    assert result["status"] == 200
+    assert MODEL in text(result)
+
+
+def test_metrics_with_key_from_allowed_network():
+    result = request("/metrics", key=KEY)
+    assert result["status"] == 200
+    assert "vllm:num_requests_running" in text(result)
+
+
+def test_health_without_key():
+    assert request("/health")["status"] == 200
+
+
+def test_streaming_chat_arrives_as_sse_chunks():
+    body = {"model": MODEL, "stream": True, "max_tokens": 12,
+            "messages": [{"role": "user", "content": "count to twelve please"}]}  # fmt: skip
+    result = request("/v1/chat/completions", key=KEY, method="POST", body=body, timeout=30)
+    assert result["status"] == 200
+    assert result["headers"].get("Content-Type", "").startswith("text/event-stream")
+    events = [(t, line) for t, line in result["lines"] if line.startswith("data: ")]
+    assert events[-1][1] == "data: [DONE]"
+    assert len(events) >= 5
+    # Unbuffered: the stand-in sends one chunk per 0.1 s; they must not arrive all at once.
+    assert events[-1][0] - events[0][0] >= 0.5, events
+
+
+def test_engine_port_not_reachable_from_client():
+    # Loopback-only bind: refused; with the firewall in front, dropped.
+    assert request("/health", port=BACKEND, timeout=5)["status"] in ("refused", "timeout")
+
+
+# ---- the key stays secret ------------------------------------------------------------------
+
+
+def test_key_not_in_unit_files():
+    out = docker("exec", V100, "sh", "-c", "cat /etc/systemd/system/volta-*.service").stdout
+    assert out
+    assert KEY not in out
+
+
+def test_key_not_in_process_arguments():
+    out = docker("exec", V100, "ps", "-eo", "args").stdout
+    assert "vllm serve" in out
+    assert KEY not in out
+
+
+def test_key_not_in_journal():
+    out = docker("exec", V100, "journalctl", "--no-pager", "-o", "cat").stdout
+    assert "Starting vLLM server on http://127.0.0.1:" in out
+    assert KEY not in out
+
+
+def test_key_not_in_ansible_output():
+    # ANSIBLE_LOG_PATH (molecule.yml): the output of every ansible-playbook run of this scenario
+    # (prepare, converge, idempotence, ...). It must hold the converge run and not the key.
+    content = ANSIBLE_LOG.read_text(errors="replace")
+    assert "volta.serving.api_gateway : Write the key files of the engines" in content
+    assert "censored" in content
+    assert KEY not in content
+
+
+def test_key_only_in_the_key_files():
+    # Every file on the host that holds the key, as is or as nginx's regular expression: the
+    # engine's EnvironmentFile and the gateway's key map.
+    paths = "/etc /opt /var/lib /var/cache /var/log /usr/local /tmp /root"
+    out = docker("exec", "-i", V100, "sh", "-c", f"grep -rlF -f /dev/stdin {paths} 2>/dev/null || true",
+                 stdin=f"{KEY}\n{re.escape(KEY)}\n").stdout  # fmt: skip
+    assert sorted(out.split()) == ["/etc/nginx/volta/keys.conf", "/etc/volta/secrets/chat.env"]
+
+
+# ---- firewall ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def other_source():
+    """An unused address of the lab network, added to the client: a source the firewall does not allow."""
+    subnet = docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}", "volta-lab").stdout.strip()
+    base, bits = subnet.split("/")
+    assert int(bits) <= 24, subnet
+    octets = [int(o) for o in base.split(".")]
+    used = set(docker("network", "inspect", "-f", "{{range .Containers}}{{.IPv4Address}} {{end}}",
+                      "volta-lab").stdout.split())  # fmt: skip
+    for last in range(250, 200, -1):
+        candidate = f"{octets[0]}.{octets[1]}.{octets[2]}.{last}"
+        if not any(u.startswith(candidate + "/") for u in used):
+            break
+    docker("exec", CLIENT, "ip", "addr", "add", f"{candidate}/32", "dev", "eth0")
+    time.sleep(0.5)
+    yield candidate
+    docker("exec", CLIENT, "ip", "addr", "del", f"{candidate}/32", "dev", "eth0", check=False)
+
+
+def test_gateway_dropped_from_other_network(other_source):
+    assert request("/health")["status"] == 200
+    assert request("/health", source=other_source, timeout=4)["status"] == "timeout"
