@@ -230,7 +230,7 @@ def plan(name, text, state="present", params=None, dist=None, version=None, path
                 edits.append((idx, idx - 1, want))
             else:
                 edits.append((idx + 1, idx, want))
-    site_lines = [idx + 1 for idx, _ in sites]
+    site_lines = [idx + 1 for idx, _state in sites]
     if not edits:
         if all(s == "fixed_upstream" for s in states):
             return _out("fixed_upstream", False, text, site_lines, f"{where}: fixed upstream at line(s) "

@@ -72,7 +72,7 @@ def dist(name, version, requires=(), cuda_files=None):
 def h200_inventory():
     """The real H200 venv: versions from pip-list.txt, torch's pins from torch-requires.json."""
     rows = [line.split() for line in capture("pip-list.txt").splitlines()[2:] if line.strip()]
-    versions = {name: version for name, version in rows}
+    versions = dict(rows)
     torch_requires = json.loads(capture("torch-requires.json"))
     toolkit = []
     for extra, names in TOOLKIT_EXTRAS.items():

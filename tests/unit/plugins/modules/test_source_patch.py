@@ -78,7 +78,7 @@ def test_check_mode_changes_nothing(capsys, engine):
 
 
 def test_unrecognised_shape_fails_and_leaves_file(capsys, engine):
-    python, target, _ = engine("0.21.0", True)
+    python, target, _site = engine("0.21.0", True)
     target.write_text("def something_else():\n    pass\n")
     rc, out = run(capsys, {"name": "fused_moe_sm70_block_k", "python": python})
     assert rc == 1
