@@ -34,11 +34,10 @@ unit: setup
 sanity: setup
 	@tests/sanity/run
 
+# Scenarios run in MOLECULE_LANES parallel lanes, longest first (tests/molecule/run).
+MOLECULE_LANES ?= 2
 molecule: lab
-	@for s in $(SCENARIOS); do \
-	  echo "=== molecule test -s $$s"; \
-	  molecule test -s $$s || exit 1; \
-	done
+	@$(BIN)/python tests/molecule/run --lanes $(MOLECULE_LANES) $(SCENARIOS)
 
 ## make demo: the simulated lab (two V100 servers) and site.yml against it
 demo: lab

@@ -243,7 +243,7 @@ def test_action_run_missing_server_is_a_finding():
 # ------------------------------------------------------------------------------------------------
 
 
-def run_preflight(inventory, tmp_path, *extra):
+def run_preflight(inventory, tmp_path, *extra, playbook="preflight.yml"):
     password = tmp_path / "vault-pass"
     password.write_text(LAB_VAULT_PASSWORD + "\n", encoding="utf-8")
     env = {
@@ -257,7 +257,7 @@ def run_preflight(inventory, tmp_path, *extra):
     }
     command = [
         str(ANSIBLE_PLAYBOOK),
-        str(REPO / "playbooks" / "preflight.yml"),
+        str(REPO / "playbooks" / playbook),
         "-i",
         str(inventory),
         "--vault-password-file",
@@ -371,3 +371,41 @@ def test_preflight_playbook_on_the_shipped_sim_inventory_as_is(tmp_path):
         cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# playbooks/settings.yml: every layer's own settings checks, before any change, controller only.
+# ------------------------------------------------------------------------------------------------
+
+
+def test_settings_playbook_stops_the_shipped_lab_inventory_naming_what_to_fill_in(tmp_path):
+    inventory = unreachable_copy("lab", tmp_path)
+    rc, out = run_preflight(inventory, tmp_path, playbook="settings.yml")
+    flat = re.sub(r"\s+", " ", out)
+    assert rc != 0, out
+    assert "UNREACHABLE" not in out
+    assert "2 host(s) have incomplete settings, nothing was changed on any host" in flat, out
+    # server-a runs llama.cpp (deepseek-lite), server-b runs 1Cat-vLLM: group_vars/volta.yml leaves
+    # both pins for the user to fill in.
+    assert "server-a: engine_llamacpp_ref is not set and engine_llamacpp_source_sha256 is not set" in flat, out
+    assert "server-b: engine_onecat_sha256 is not set. Why: an instance runs on 1Cat-vLLM" in flat, out
+
+
+def test_settings_playbook_passes_the_lab_inventory_once_filled_in(tmp_path):
+    inventory = unreachable_copy("lab", tmp_path)
+    rc, out = run_preflight(inventory, tmp_path, "-e", "engine_onecat_sha256=" + "ab" * 32,
+                            "-e", "engine_llamacpp_ref=b1234", "-e", "engine_llamacpp_source_sha256=" + "cd" * 32,
+                            playbook="settings.yml")
+    assert rc == 0, out
+    for host in ("server-a", "server-b"):
+        assert re.search(rf"{host}\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", out), out
+
+
+def test_settings_playbook_names_a_bad_firewall_network(tmp_path):
+    inventory = unreachable_copy("sim", tmp_path)
+    rc, out = run_preflight(inventory, tmp_path, "-e", '{"firewall_ssh_cidrs": ["10.0.0.5/8"]}',
+                            playbook="settings.yml")
+    flat = re.sub(r"\s+", " ", out)
+    assert rc != 0, out
+    assert "2 host(s) have incomplete settings" in flat, out
+    assert "sxm2: invalid networks:" in flat and "10.0.0.5/8" in flat, out

@@ -1,0 +1,112 @@
+"""Shared helpers of the bench/ scripts: lab hosts, inventories, timed ansible-playbook runs, the API probe.
+
+Everything runs on this machine against the lab (tests/lab): hosts are the lab's systemd containers
+on the `volta-lab` network, started and removed with tests/lab/playbooks/demo-hosts.yml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[1]
+VENV_BIN = TOP / ".venv" / "bin"
+WORK = TOP / ".cache" / "bench"
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)")
+
+
+def env():
+    out = dict(os.environ)
+    out["PATH"] = f"{VENV_BIN}:{out.get('PATH', '')}"
+    out.update({"ANSIBLE_INJECT_FACT_VARS": "false", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0",
+                "PY_COLORS": "0"})
+    return out
+
+
+def say(msg):
+    print(f"bench: {msg}", flush=True)
+
+
+def need_lab():
+    if not (VENV_BIN / "ansible-playbook").exists():
+        sys.exit("bench: no controller venv; run `make lab` first (it installs and starts the lab)")
+    state = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", "volta-lab-repo"],
+                           capture_output=True, text=True, check=False)
+    if state.stdout.strip() != "true":
+        sys.exit("bench: the lab's repository server is not running; run `make lab` first")
+
+
+def playbook(args, log, extra_env=None):
+    """Run ansible-playbook from the project root; return (rc, seconds, recap rows). Output goes to log."""
+    cmd = [str(VENV_BIN / "ansible-playbook"), *args]
+    began = time.monotonic()
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n")
+        out.flush()
+        rc = subprocess.run(cmd, cwd=TOP, env={**env(), **(extra_env or {})}, stdout=out,
+                            stderr=subprocess.STDOUT, check=False).returncode
+    took = time.monotonic() - began
+    return rc, took, recap(log)
+
+
+def recap(log):
+    """The PLAY RECAP rows of the last run in log: {host: {ok, changed, unreachable, failed, skipped}}."""
+    text = Path(log).read_text(encoding="utf-8").rsplit("PLAY RECAP", 1)
+    rows = {}
+    if len(text) == 2:
+        for line in text[1].splitlines():
+            m = RECAP.match(line.strip())
+            if m:
+                rows[m.group(1)] = dict(zip(("ok", "changed", "unreachable", "failed", "skipped"),
+                                            map(int, m.groups()[1:]), strict=True))
+    return rows
+
+
+def hosts(names_profiles, log, state="started"):
+    """Start (or remove) lab hosts: [(name, distro, gpu_profile)]."""
+    spec = {"demo_state": state, "lab_owner": "volta-bench",
+            "demo_hosts": [{"name": n, "distro": d, "gpu_profile": p} for n, d, p in names_profiles]}
+    WORK.mkdir(parents=True, exist_ok=True)
+    vars_file = WORK / "hosts-vars.json"
+    vars_file.write_text(json.dumps(spec), encoding="utf-8")
+    rc, took, _ = playbook(["tests/lab/playbooks/demo-hosts.yml", "-e", f"@{vars_file}"], log)
+    if rc:
+        sys.exit(f"bench: lab hosts did not {'start' if state == 'started' else 'go'} (log: {log})")
+    return took
+
+
+def docker(host, *argv, check=True):
+    return subprocess.run(["docker", "exec", host, *argv], capture_output=True, text=True, check=check)
+
+
+def probe_start(host, url, tag):
+    subprocess.run(["docker", "cp", str(TOP / "tests/lab/probe/api-probe"), f"{host}:/usr/local/bin/api-probe"],
+                   check=True, capture_output=True)
+    docker(host, "systemctl", "stop", "volta-lab-probe.service", check=False)
+    log = f"/var/log/volta-lab-probe-{tag}.log"
+    docker(host, "rm", "-f", log)
+    docker(host, "systemd-run", "--unit=volta-lab-probe", "--collect", "--quiet", "/usr/bin/python3",
+           "/usr/local/bin/api-probe", "run", url, log)
+    for _ in range(100):
+        got = docker(host, "sh", "-c", f"grep -c ' 200 ' {log} || true").stdout.strip()
+        if got.isdigit() and int(got) >= 5:
+            return log
+        time.sleep(0.2)
+    sys.exit(f"bench: {url} does not answer on {host}; nothing to measure")
+
+
+def probe_report(host, log, start):
+    time.sleep(2)
+    docker(host, "systemctl", "stop", "volta-lab-probe.service", check=False)
+    out = docker(host, "python3", "/usr/local/bin/api-probe", "report", log, "--start", f"{start:.3f}").stdout
+    return json.loads(out)
+
+
+def median(values):
+    return round(statistics.median(values), 2) if values else None
