@@ -75,7 +75,7 @@ def hosts(names_profiles, log, state="started"):
     WORK.mkdir(parents=True, exist_ok=True)
     vars_file = WORK / "hosts-vars.json"
     vars_file.write_text(json.dumps(spec), encoding="utf-8")
-    rc, took, _ = playbook(["tests/lab/playbooks/demo-hosts.yml", "-e", f"@{vars_file}"], log)
+    rc, took, _rows = playbook(["tests/lab/playbooks/demo-hosts.yml", "-e", f"@{vars_file}"], log)
     if rc:
         sys.exit(f"bench: lab hosts did not {'start' if state == 'started' else 'go'} (log: {log})")
     return took
@@ -93,7 +93,7 @@ def probe_start(host, url, tag):
     docker(host, "rm", "-f", log)
     docker(host, "systemd-run", "--unit=volta-lab-probe", "--collect", "--quiet", "/usr/bin/python3",
            "/usr/local/bin/api-probe", "run", url, log)
-    for _ in range(100):
+    for _attempt in range(100):
         got = docker(host, "sh", "-c", f"grep -c ' 200 ' {log} || true").stdout.strip()
         if got.isdigit() and int(got) >= 5:
             return log
