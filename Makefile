@@ -8,10 +8,10 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_INJECT_FACT_VARS := false
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: test fast demo demo-clean setup lab lint unit sanity molecule clean
+.PHONY: test fast demo demo-clean setup lab lint unit sanity real molecule clean
 
-## make test: everything (lint, unit, sanity, every molecule scenario)
-test: setup lint unit sanity molecule
+## make test: everything (lint, unit, sanity, the real-artifact tier, every molecule scenario)
+test: setup lint unit sanity real molecule
 	@echo "make test: all passed"
 
 ## make fast: lint + unit tests, for the edit loop (under 2 minutes)
@@ -33,6 +33,10 @@ unit: setup
 
 sanity: setup
 	@tests/sanity/run
+
+# Tests against real releases from the Python index, cached outside the checkout (tests/real/README.md).
+real: setup
+	@tests/real/run
 
 # Scenarios run in MOLECULE_LANES parallel lanes, longest first (tests/molecule/run).
 MOLECULE_LANES ?= 2

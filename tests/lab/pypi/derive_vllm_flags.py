@@ -3,8 +3,7 @@
 
 Run this inside a THROWAWAY virtualenv (never in the repository) that holds the
 real vLLM wheel installed with --no-deps plus its light requirements, as
-described in /work/shared/reference/test-environment.md (last section) and in
-tests/lab/pypi/README.md ("Re-deriving the flag data").  It imports vLLM, so it
+described in tests/lab/pypi/README.md ("Re-deriving the flag data").  It imports vLLM, so it
 is never run by `build`; its output, tests/lab/pypi/vllm-flags/<version>.json,
 is committed as data (facts about the CLI, no vLLM code).
 

@@ -21,7 +21,7 @@ from ansible_collections.volta.serving.plugins.module_utils._cuda_audit import (
 )
 
 REPO = Path(__file__).resolve().parents[4]
-CAPTURES = REPO.parent / "shared" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
+CAPTURES = REPO / "tests" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
 LINUX = {
     "os_name": "posix", "sys_platform": "linux", "platform_machine": "x86_64", "platform_system": "Linux",
     "platform_python_implementation": "CPython", "platform_release": "6.8.0", "platform_version": "#1",

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Unit tests for plugins/module_utils/_gpu_facts.py and the lab nvidia-smi stand-in.
 
-Ground truth: the real captures in shared/fixtures/nvidia-smi/h200x2-ubuntu2404-driver580/ (read at
+Ground truth: the real captures in tests/fixtures/nvidia-smi/h200x2-ubuntu2404-driver580/ (read at
 test time) and expectations written below from the profile definitions. Nothing here compares output
 with values produced by the code under test.
 """
@@ -29,7 +29,7 @@ from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import (
 )
 
 REPO = Path(__file__).resolve().parents[4]
-CAPTURES = REPO.parent / "shared" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
+CAPTURES = REPO / "tests" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
 SIMULATOR = REPO / "tests" / "lab" / "gpu-sim" / "nvidia-smi"
 QUERY_ARGS = ["--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,noheader,nounits"]
 # The 12 fields of the capture's query.csv (see the fixtures README).

@@ -16,7 +16,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.volta.serving.plugins.modules import gpu_facts
 
 REPO = Path(__file__).resolve().parents[4]
-CAPTURES = REPO.parent / "shared" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
+CAPTURES = REPO / "tests" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
 SIMULATOR = REPO / "tests" / "lab" / "gpu-sim" / "nvidia-smi"
 
 PROPRIETARY = (

@@ -1,0 +1,127 @@
+"""Real artifacts from the Python index, fetched once into a cache outside the checkout.
+
+The real-artifact tier (tests/real/) tests volta.serving against the real releases it meets on a
+V100 host: vLLM wheels and source files, torch wheels, the real vLLM CLI parser and config classes.
+Nothing fetched here is ever committed: the cache is ``$VOLTA_REAL_CACHE`` (default
+``~/.cache/volta-serving/real``), shared by every checkout on the machine, so a second clone or a
+rerun downloads nothing.
+
+``fetch()`` uses the machine's own pip (its index and configuration), so no index host is named
+here. Without a reachable index ``unavailable()`` raises :class:`Offline`, or skips the test where
+``tests/real/run`` found the index unreachable.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+
+CACHE = Path(os.environ.get("VOLTA_REAL_CACHE") or Path.home() / ".cache" / "volta-serving" / "real")
+
+
+class Offline(Exception):
+    """The Python index cannot be reached (or refused the download): the real tier cannot run."""
+
+
+def unavailable(reason):
+    """Skip the calling test when ``tests/real/run`` found the index unreachable; otherwise fail.
+
+    Online, a download that fails is a failure: CI reaches the index and must run this tier.
+    """
+    if os.environ.get("VOLTA_REAL_OFFLINE") == "1":
+        import pytest
+
+        pytest.skip(f"real tier offline: {reason}")
+    raise Offline(reason)
+
+
+@contextmanager
+def _locked(name):
+    """One fetch of *name* at a time across processes (pytest-xdist, two checkouts)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{name}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _pip(args, *, timeout=1800):
+    cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        unavailable(f"pip {' '.join(args[:4])} did not finish in {timeout} s")
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout or "").strip().splitlines()
+        unavailable(f"pip {' '.join(args)} failed: {lines[-1] if lines else 'exit ' + str(proc.returncode)}")
+    return proc
+
+
+def fetch(project, version, *, kind="wheel"):
+    """Path of the real *project*==*version* distribution (``kind``: wheel or sdist), downloaded once.
+
+    A wheel is the one pip picks for this machine (vLLM's are ``abi3``, so any CPython 3.8+ takes
+    the same file). Raises :class:`Offline` when pip cannot get it.
+    """
+    if kind not in ("wheel", "sdist"):
+        raise ValueError(f"kind must be wheel or sdist, not {kind!r}")
+    dest = CACHE / "dists" / f"{project}-{version}-{kind}"
+    with _locked(f"{project}-{version}-{kind}"):
+        done = sorted(p for p in dest.glob("*") if p.is_file()) if dest.is_dir() else []
+        if done:
+            return done[0]
+        dest.mkdir(parents=True, exist_ok=True)
+        only = ["--only-binary=:all:"] if kind == "wheel" else ["--no-binary=:all:"]
+        with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+            _pip(["download", "--no-deps", "-q", *only, "-d", tmp, f"{project}=={version}"])
+            got = [p for p in Path(tmp).iterdir() if p.is_file()]
+            if len(got) != 1:
+                unavailable(f"pip download {project}=={version} gave {len(got)} files")
+            final = dest / got[0].name
+            os.replace(got[0], final)
+        return final
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def member(dist, name_suffix):
+    """The bytes of the one file in *dist* (a wheel, or an sdist .tar.gz) whose path ends with *name_suffix*."""
+    dist = Path(dist)
+    if dist.suffix == ".whl":
+        with zipfile.ZipFile(dist) as zf:
+            names = [n for n in zf.namelist() if n.endswith(name_suffix)]
+            if len(names) != 1:
+                raise KeyError(f"{dist.name}: {len(names)} members end with {name_suffix}")
+            return zf.read(names[0])
+    import tarfile
+
+    with tarfile.open(dist) as tf:
+        names = [m for m in tf.getmembers() if m.isfile() and m.name.endswith(name_suffix)]
+        if len(names) != 1:
+            raise KeyError(f"{dist.name}: {len(names)} members end with {name_suffix}")
+        return tf.extractfile(names[0]).read()
+
+
+def extract(dist, predicate, into):
+    """Extract the wheel members for which ``predicate(name)`` is true under *into*; return their paths."""
+    out = []
+    with zipfile.ZipFile(dist) as zf:
+        for name in zf.namelist():
+            if predicate(name):
+                target = Path(into) / name
+                if not target.exists():
+                    zf.extract(name, into)
+                out.append(target)
+    return out
