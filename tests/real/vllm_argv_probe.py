@@ -2,8 +2,8 @@
 
 Reads ``{"cases": [{"argv": [...], "model_len": N}, ...]}`` as JSON on stdin; ``argv`` is what
 follows ``vllm serve``; ``model_len`` stands for the model's own context length (what vLLM reads
-from the checkpoint's config.json when ``--max-model-len`` is not given). Prints one JSON list (on the line starting with MARKER):
-per case ``{"verdict": "accepted"|"parse-error"|"config-error", "message", "values"}``.
+from the checkpoint's config.json when ``--max-model-len`` is not given). Prints one JSON list, on
+the line starting with MARKER: per case ``{"verdict": "accepted"|"parse-error"|"config-error", "message", "values"}``.
 
 What runs is vLLM's own code, called the way ``vllm serve`` reaches it (vLLM 0.21.0:
 ``entrypoints/openai/api_server.py`` -> ``AsyncEngineArgs.from_cli_args`` ->
@@ -130,7 +130,7 @@ def main():
             continue
         try:
             values = _configure(ns, case.get("model_len", 4096))
-        except Exception as exc:  # noqa: BLE001  every config error is a verdict
+        except Exception as exc:  # every config error is a verdict
             out.append({"verdict": "config-error", "message": _error_text(exc), "values": None})
             continue
         out.append({"verdict": "accepted", "message": "", "values": values})
