@@ -410,10 +410,11 @@ def resolve_scheduler(inst, profile):
     (rendered explicitly when chunked prefill is off and max_model_len is known, so that the argv
     says what the engine runs with).
     """
-    inst["profile_flags"], inst["mbt_from"] = [], None
+    inst["profile_flags"], inst["mbt_from"], inst["profile_mbt"] = [], None, None
     if inst["engine"] not in VLLM_ENGINES:
         return
     inst["profile_flags"] = list(profile.get("flags") or [])
+    inst["profile_mbt"] = profile.get("max_num_batched_tokens")
     if inst["max_num_batched_tokens"] is not None:
         inst["mbt_from"] = "instance"
         return

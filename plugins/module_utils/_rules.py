@@ -610,40 +610,38 @@ def _chunked_off_where(inst):
     return "extra_args" if chunked_prefill(inst["extra_args"] or [])[0] is False else f"the {inst['engine']} profile"
 
 
+def _chunked_mbt_fix(inst, where, mbt, mml):
+    """The ways out, with the ones that apply to where the values come from."""
+    ways = []
+    if inst.get("mbt_from") == "instance" and inst.get("profile_mbt") is None:
+        ways.append("remove max_num_batched_tokens (vLLM then raises it to max_model_len)")
+    ways.append(f"set max_num_batched_tokens to at least {mml or 'max_model_len'}")
+    if where == "extra_args":
+        ways.append("drop --no-enable-chunked-prefill from extra_args (chunked prefill is then on)")
+    else:
+        ways.append("turn chunked prefill on (extra_args: [--enable-chunked-prefill])")
+    ways.append(f"{'set' if mml is None else 'lower'} max_model_len to at most {mbt}")
+    return "; or ".join(ways) + "."
+
+
 def _check_chunked_mbt(inst, ctx, chunked):
     mbt, mml = inst["max_num_batched_tokens"], inst["max_model_len"]
     if chunked is not False or mbt is None or (mml is not None and mbt >= mml):
         return []
     where = _chunked_off_where(inst)
-    chunked_on = "or turn chunked prefill on (extra_args: [--enable-chunked-prefill])"
+    flag = f"--no-enable-chunked-prefill from {where}"
     if mml is None:
-        return [
-            finding(
-                "chunked-prefill-mbt",
-                ctx["host"],
-                inst["name"],
-                "max_model_len",
-                f"max_num_batched_tokens {mbt} with chunked prefill off (--no-enable-chunked-prefill from "
-                f"{where}) and max_model_len unset.",
-                "vLLM then takes max_model_len from the model's config.json and refuses to start when "
-                f"max_num_batched_tokens is below it: '{vllm_mbt_below_len_message(mbt, 'N')}'",
-                f"set max_model_len (at most {mbt}), remove max_num_batched_tokens (vLLM then raises it to "
-                f"max_model_len), {chunked_on}.",
-            )
-        ]
-    return [
-        finding(
-            "chunked-prefill-mbt",
-            ctx["host"],
-            inst["name"],
-            "max_num_batched_tokens",
-            f"max_num_batched_tokens {mbt} is below max_model_len {mml} with chunked prefill off "
-            f"(--no-enable-chunked-prefill from {where}).",
-            f"vLLM refuses to start (SchedulerConfig): '{vllm_mbt_below_len_message(mbt, mml)}'",
-            f"remove max_num_batched_tokens (the plan then renders {mml}) or set it to at least {mml}, "
-            f"{chunked_on}, or lower max_model_len to {mbt}.",
+        text = f"max_num_batched_tokens {mbt} with chunked prefill off ({flag}) and max_model_len unset."
+        why = (
+            "vLLM then takes max_model_len from the model's config.json and refuses to start when "
+            f"max_num_batched_tokens is below it: '{vllm_mbt_below_len_message(mbt, 'N')}'"
         )
-    ]
+    else:
+        text = f"max_num_batched_tokens {mbt} is below max_model_len {mml} with chunked prefill off ({flag})."
+        why = f"vLLM refuses to start (SchedulerConfig): '{vllm_mbt_below_len_message(mbt, mml)}'"
+    field = "max_model_len" if mml is None else "max_num_batched_tokens"
+    fix = _chunked_mbt_fix(inst, where, mbt, mml)
+    return [finding("chunked-prefill-mbt", ctx["host"], inst["name"], field, text, why, fix)]
 
 
 def _check_mbt_seqs(inst, ctx, chunked, args):

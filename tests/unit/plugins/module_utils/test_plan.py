@@ -697,3 +697,21 @@ def test_bad_profile_max_num_batched_tokens_is_an_error():
     [hit] = report["findings"]
     assert hit["field"] == "preflight_engine_profiles"
     assert "max_num_batched_tokens '4k' is not a positive integer or null" in hit["message"]
+
+
+@pytest.mark.parametrize(
+    ("instance", "fix"),
+    [
+        (with_(COMMAND_R, max_num_batched_tokens=4096),
+         "Fix: remove max_num_batched_tokens (vLLM then raises it to max_model_len); or set max_num_batched_tokens "
+         "to at least 32768; or turn chunked prefill on (extra_args: [--enable-chunked-prefill]); or lower "
+         "max_model_len to at most 4096."),
+        (with_(FLASH_NEXT_A, extra_args=["--no-enable-chunked-prefill"]),
+         "Fix: set max_num_batched_tokens to at least 1048576; or drop --no-enable-chunked-prefill from extra_args "
+         "(chunked prefill is then on); or lower max_model_len to at most 4096."),
+    ],
+)
+def test_chunked_prefill_mbt_fix_fits_where_the_values_come_from(instance, fix):
+    [hit] = [f for f in run(PCIE if instance["engine"] == "onecat" else SXM2, [instance])["findings"]
+             if f["rule"] == "chunked-prefill-mbt"]  # fmt: skip
+    assert hit["message"].endswith(fix)
