@@ -37,9 +37,12 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
     check_ports,
     check_ram,
     check_software,
+    chunked_prefill,
     finding,
     flag_values,
     parse_version,
+    throughput_mode,
+    vllm_default_mbt,
 )
 
 BIND_HOST = "127.0.0.1"
@@ -56,12 +59,21 @@ API_KEY_ENV = "VLLM_API_KEY"
 
 # The Volta profiles: what every instance of an engine gets unless it says otherwise.
 # "program" is relative to <engines_root>/<engine>/current.
+# vllm: the upstream-vLLM V100 recipe (seed 000): FP16, Triton attention, eager mode, chunked
+# prefill off, 0.90 of each GPU. With chunked prefill off vLLM needs max_num_batched_tokens >=
+# max_model_len; an instance that leaves it unset gets vLLM's own default rendered explicitly
+# (max(max_model_len, 2048), see _rules.vllm_default_mbt) when max_model_len is known; when it is
+# not, vLLM raises the default to the model's own context length itself.
+# onecat: the 1Cat-vLLM 1M-context recipe (seed 002): its V100 FlashAttention, CUDA graphs
+# (no --enforce-eager), chunked prefill on, 0.95 of each GPU, max_num_batched_tokens 4096. FP8 KV
+# cache and max_num_seqs <= 4 at 1M tokens stay per-instance settings (rule long-context-seqs).
 DEFAULT_PROFILES = {
     "vllm": {
         "program": "venv/bin/vllm",
         "dtype": "half",
         "attention_backend": "TRITON_ATTN",
         "gpu_memory_utilization": 0.90,
+        "max_num_batched_tokens": None,
         "flags": ["--enforce-eager", "--no-enable-chunked-prefill"],
         "env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
     },
@@ -69,8 +81,9 @@ DEFAULT_PROFILES = {
         "program": "venv/bin/vllm",
         "dtype": "half",
         "attention_backend": "FLASH_ATTN_V100",
-        "gpu_memory_utilization": 0.90,
-        "flags": ["--enforce-eager", "--no-enable-chunked-prefill"],
+        "gpu_memory_utilization": 0.95,
+        "max_num_batched_tokens": 4096,
+        "flags": ["--enable-chunked-prefill"],
         "env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
     },
     "llamacpp": {
@@ -80,7 +93,16 @@ DEFAULT_PROFILES = {
         "env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
     },
 }
-PROFILE_KEYS = ("program", "dtype", "attention_backend", "gpu_memory_utilization", "n_gpu_layers", "flags", "env")
+PROFILE_KEYS = (
+    "program",
+    "dtype",
+    "attention_backend",
+    "gpu_memory_utilization",
+    "max_num_batched_tokens",
+    "n_gpu_layers",
+    "flags",
+    "env",
+)
 
 REQUIRED_FIELDS = ("name", "engine", "model", "gpus", "port")
 OPTIONAL_FIELDS = (
@@ -145,21 +167,35 @@ MANAGED_FLAGS["onecat"] = MANAGED_FLAGS["vllm"]
 MANAGED_ENV = {"CUDA_VISIBLE_DEVICES": "gpus"}
 
 
+def _profile_problem(engine, profile):
+    """Why a profile override is not usable, or None."""
+    if engine not in ENGINES:
+        return f"profile override for {engine!r} is not usable (no such engine)."
+    if not isinstance(profile, dict):
+        return f"profile override for {engine!r} is not usable (not a mapping)."
+    bad_keys = sorted(set(profile) - set(PROFILE_KEYS))
+    if bad_keys:
+        return f"profile override for {engine!r} is not usable (unknown keys {bad_keys})."
+    mbt = profile.get("max_num_batched_tokens")
+    if mbt is not None and not (_is_int(mbt) and mbt > 0):
+        return f"profile override for {engine!r}: max_num_batched_tokens {mbt!r} is not a positive integer or null."
+    return None
+
+
 def merge_profiles(overrides, host):
     """DEFAULT_PROFILES with *overrides* (engine -> partial profile) on top; returns (profiles, findings)."""
     profiles = copy.deepcopy(DEFAULT_PROFILES)
     findings = []
     for engine, profile in (overrides or {}).items():
-        bad_keys = sorted(set(profile) - set(PROFILE_KEYS)) if isinstance(profile, dict) else None
-        if engine not in ENGINES or bad_keys is None or bad_keys:
+        problem = _profile_problem(engine, profile)
+        if problem:
             findings.append(
                 finding(
                     "invalid-value",
                     host,
                     None,
                     "preflight_engine_profiles",
-                    f"profile override for {engine!r} is not usable"
-                    + (f" (unknown keys {bad_keys})." if bad_keys else "."),
+                    problem,
                     f"profiles exist for the engines {', '.join(ENGINES)} with the keys {', '.join(PROFILE_KEYS)}.",
                     "correct preflight_engine_profiles.",
                 )
@@ -362,7 +398,36 @@ def normalize_instance(raw, index, host, profiles):
                 "write the instance as name: ..., engine: ..., model: ..., gpus: [...], port: ....",
             )
         ]
-    return _Normalizer(raw, index, host, profiles).run()
+    inst, findings = _Normalizer(raw, index, host, profiles).run()
+    resolve_scheduler(inst, profiles.get(inst["engine"], {}))
+    return inst, findings
+
+
+def resolve_scheduler(inst, profile):
+    """Set the profile flags and the max_num_batched_tokens the plan renders (vLLM engines).
+
+    ``mbt_from`` says where the value comes from: the instance, the profile, or vLLM's own default
+    (rendered explicitly when chunked prefill is off and max_model_len is known, so that the argv
+    says what the engine runs with).
+    """
+    inst["profile_flags"], inst["mbt_from"], inst["profile_mbt"] = [], None, None
+    if inst["engine"] not in VLLM_ENGINES:
+        return
+    inst["profile_flags"] = list(profile.get("flags") or [])
+    inst["profile_mbt"] = profile.get("max_num_batched_tokens")
+    if inst["max_num_batched_tokens"] is not None:
+        inst["mbt_from"] = "instance"
+        return
+    if profile.get("max_num_batched_tokens") is not None:
+        inst["max_num_batched_tokens"], inst["mbt_from"] = profile["max_num_batched_tokens"], "profile"
+        return
+    args = inst["profile_flags"] + list(inst["extra_args"] or [])
+    chunked = chunked_prefill(args)[0]
+    if chunked is False and inst["max_model_len"] is not None:
+        inst["max_num_batched_tokens"] = vllm_default_mbt(
+            inst["max_model_len"], inst["max_num_seqs"], chunked, throughput_mode(args)
+        )
+        inst["mbt_from"] = "vllm-default"
 
 
 def _fmt_fraction(value):

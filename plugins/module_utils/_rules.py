@@ -67,6 +67,20 @@ FIRST_CUDA_WITHOUT_SM70 = 13
 # torch wheels without sm_70: cu128 from 2.11 on, every cu13x (facts section 3).
 TORCH_CU128_DROPS_SM70 = (2, 11)
 
+# vLLM 0.21.0's scheduler defaults for `vllm serve` on CUDA, read from the real release
+# (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults and
+# _set_default_max_num_seqs_and_batched_tokens_args): on a GPU under 70 GiB (every V100), usage
+# context OPENAI_API_SERVER, max_num_batched_tokens 2048 and max_num_seqs 256, both doubled by
+# --performance-mode throughput. Left unset, max_num_batched_tokens becomes
+# max(max_model_len, 2048) when chunked prefill is off, then at most max_num_seqs x max_model_len;
+# max_num_seqs left unset becomes min(256, max_num_batched_tokens). (The CPU platform uses
+# 2048 x world size and 128 x world size instead.)
+VLLM_SERVE_DEFAULT_MBT = 2048
+VLLM_SERVE_DEFAULT_SEQS = 256
+CHUNKED_ON = ("--enable-chunked-prefill", "--enable_chunked_prefill")
+CHUNKED_OFF = ("--no-enable-chunked-prefill", "--no_enable_chunked_prefill")
+_BOOL_WORDS = ("true", "false", "yes", "no", "on", "off", "0", "1")
+
 # Host RAM an instance needs, in GB, by model family (the rest of the host keeps
 # HOST_RAM_RESERVE_GB). Qwen3.8-Flash-Next (moe-nvfp4) offloads ~48 GB of n-gram embeddings per
 # instance; two instances used ~156 GB in all (facts section 4), hence 78 each.
@@ -110,6 +124,9 @@ RULES = {
     "long-context-seqs": (WARNING, False, "a 1M-token context with more than 4 concurrent sequences"),
     "mtp-pcie-tp": (WARNING, False, "MTP with TP >= 3 on a PCIe-only host"),
     "host-ram": (WARNING, False, "less host RAM than the enabled instances need"),
+    "chunked-prefill-mbt": (ERROR, False, "chunked prefill off with max_num_batched_tokens below max_model_len"),
+    "mbt-below-seqs": (ERROR, False, "max_num_batched_tokens below max_num_seqs"),
+    "partial-prefill": (ERROR, False, "partial-prefill settings vLLM's SchedulerConfig refuses"),
     "gpu-memory-utilization": (ERROR, False, "gpu_memory_utilization outside (0, 1]"),
     "gpu-memory-headroom": (WARNING, False, "gpu_memory_utilization above 0.95 leaves no CUDA graph reserve"),
     "bind-non-loopback": (ERROR, False, "an engine bound to a non-loopback address"),
@@ -187,6 +204,55 @@ def flag_values(args, names):
 
 def has_flag(args, names):
     return any(arg in names or any(arg.startswith(name + "=") for name in names) for arg in args)
+
+
+def chunked_prefill(args):
+    """``(state, bad)`` for the chunked-prefill flags of ``vllm serve`` in *args*.
+
+    *state* is True, False, or None when no flag is given (vLLM then enables it for every
+    decoder-only generate model); the last flag wins, as argparse does. *bad* lists the forms
+    the real parser refuses (a value after the flag: it is a BooleanOptionalAction).
+    """
+    state, bad = None, []
+    for index, arg in enumerate(args):
+        name, eq, _value = str(arg).partition("=")
+        if name not in CHUNKED_ON + CHUNKED_OFF:
+            continue
+        following = str(args[index + 1]).lower() if index + 1 < len(args) else ""
+        if eq or following in _BOOL_WORDS:
+            bad.append(arg if eq else f"{arg} {args[index + 1]}")
+            continue
+        state = name in CHUNKED_ON
+    return state, bad
+
+
+def throughput_mode(args):
+    values = flag_values(args, ("--performance-mode", "--performance_mode"))
+    return bool(values) and values[-1] == "throughput"
+
+
+def vllm_default_mbt(max_model_len, max_num_seqs, chunked, throughput=False):
+    """The max_num_batched_tokens vLLM 0.21.0 picks when it is not given (CUDA, `vllm serve`).
+
+    ``None`` when it depends on the model's own context length (chunked prefill off and
+    max_model_len unknown: it is then at least that length).
+    """
+    factor = 2 if throughput else 1
+    mbt = VLLM_SERVE_DEFAULT_MBT * factor
+    if max_model_len is None:
+        return None if chunked is False else mbt
+    if chunked is False:
+        mbt = max(max_model_len, mbt)
+    return min((max_num_seqs or VLLM_SERVE_DEFAULT_SEQS * factor) * max_model_len, mbt)
+
+
+def int_flag(args, names):
+    """The last value of the flags *names* in *args* as an int; None when absent or not a number."""
+    values = flag_values(args, names)
+    try:
+        return int(values[-1]) if values else None
+    except ValueError:
+        return None
 
 
 def is_loopback(address):
@@ -498,6 +564,143 @@ def _check_memory(inst, ctx):
     return []
 
 
+# vLLM 0.21.0's own wording (vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len).
+def vllm_mbt_below_len_message(mbt, max_model_len):
+    return (
+        f"max_num_batched_tokens ({mbt}) is smaller than max_model_len ({max_model_len}). This effectively "
+        "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "
+        "Please increase max_num_batched_tokens or decrease max_model_len."
+    )
+
+
+def vllm_mbt_below_seqs_message(mbt, seqs):
+    return f"max_num_batched_tokens ({mbt}) must be greater than or equal to max_num_seqs ({seqs})."
+
+
+def _scheduler_args(inst):
+    return list(inst.get("profile_flags") or []) + list(inst["extra_args"] or [])
+
+
+def _check_scheduler(inst, ctx):
+    """What vLLM's SchedulerConfig refuses at start (read from vLLM 0.21.0), before any change."""
+    if inst["engine"] not in VLLM_ENGINES:
+        return []
+    args = _scheduler_args(inst)
+    chunked, bad = chunked_prefill(args)
+    out = [
+        finding(
+            "invalid-value",
+            ctx["host"],
+            inst["name"],
+            "extra_args",
+            f"{form!r} gives the chunked-prefill switch a value.",
+            "the switch takes none; vLLM's parser exits at start: 'vllm serve: error: argument "
+            "--enable-chunked-prefill/--no-enable-chunked-prefill: ignored explicit argument ...'.",
+            "write --enable-chunked-prefill or --no-enable-chunked-prefill alone.",
+        )
+        for form in bad
+    ]
+    out += _check_chunked_mbt(inst, ctx, chunked)
+    out += _check_mbt_seqs(inst, ctx, chunked, args)
+    out += _check_partial_prefill(inst, ctx, chunked, args)
+    return out
+
+
+def _chunked_off_where(inst):
+    return "extra_args" if chunked_prefill(inst["extra_args"] or [])[0] is False else f"the {inst['engine']} profile"
+
+
+def _chunked_mbt_fix(inst, where, mbt, mml):
+    """The ways out, with the ones that apply to where the values come from."""
+    ways = []
+    if inst.get("mbt_from") == "instance" and inst.get("profile_mbt") is None:
+        ways.append("remove max_num_batched_tokens (vLLM then raises it to max_model_len)")
+    ways.append(f"set max_num_batched_tokens to at least {mml or 'max_model_len'}")
+    if where == "extra_args":
+        ways.append("drop --no-enable-chunked-prefill from extra_args (chunked prefill is then on)")
+    else:
+        ways.append("turn chunked prefill on (extra_args: [--enable-chunked-prefill])")
+    ways.append(f"{'set' if mml is None else 'lower'} max_model_len to at most {mbt}")
+    return "; or ".join(ways) + "."
+
+
+def _check_chunked_mbt(inst, ctx, chunked):
+    mbt, mml = inst["max_num_batched_tokens"], inst["max_model_len"]
+    if chunked is not False or mbt is None or (mml is not None and mbt >= mml):
+        return []
+    where = _chunked_off_where(inst)
+    flag = f"--no-enable-chunked-prefill from {where}"
+    if mml is None:
+        text = f"max_num_batched_tokens {mbt} with chunked prefill off ({flag}) and max_model_len unset."
+        why = (
+            "vLLM then takes max_model_len from the model's config.json and refuses to start when "
+            f"max_num_batched_tokens is below it: '{vllm_mbt_below_len_message(mbt, 'N')}'"
+        )
+    else:
+        text = f"max_num_batched_tokens {mbt} is below max_model_len {mml} with chunked prefill off ({flag})."
+        why = f"vLLM refuses to start (SchedulerConfig): '{vllm_mbt_below_len_message(mbt, mml)}'"
+    field = "max_model_len" if mml is None else "max_num_batched_tokens"
+    fix = _chunked_mbt_fix(inst, where, mbt, mml)
+    return [finding("chunked-prefill-mbt", ctx["host"], inst["name"], field, text, why, fix)]
+
+
+def _check_mbt_seqs(inst, ctx, chunked, args):
+    seqs, mbt = inst["max_num_seqs"], inst["max_num_batched_tokens"]
+    if seqs is None:  # vLLM then lowers its default max_num_seqs to max_num_batched_tokens
+        return []
+    default = mbt is None
+    if default:
+        mbt = vllm_default_mbt(inst["max_model_len"], seqs, chunked, throughput_mode(args))
+    if mbt is None or mbt >= seqs:
+        return []
+    shown = f"vLLM's default max_num_batched_tokens {mbt}" if default else f"max_num_batched_tokens {mbt}"
+    return [
+        finding(
+            "mbt-below-seqs",
+            ctx["host"],
+            inst["name"],
+            "max_num_seqs",
+            f"max_num_seqs {seqs} is above {shown}.",
+            f"vLLM refuses to start (SchedulerConfig): '{vllm_mbt_below_seqs_message(mbt, seqs)}'",
+            f"lower max_num_seqs to at most {mbt}, or set max_num_batched_tokens to at least {seqs}.",
+        )
+    ]
+
+
+def _check_partial_prefill(inst, ctx, chunked, args):
+    partial = int_flag(args, ("--max-num-partial-prefills", "--max_num_partial_prefills")) or 1
+    long_partial = int_flag(args, ("--max-long-partial-prefills", "--max_long_partial_prefills")) or 1
+    threshold = int_flag(args, ("--long-prefill-token-threshold", "--long_prefill_token_threshold")) or 0
+    mml = inst["max_model_len"]
+    refused = []
+    if partial > 1 and chunked is False:
+        refused.append("Chunked prefill must be enabled to set max_num_partial_prefills > 1.")
+    if partial > 1 and mml is not None and threshold > mml:
+        refused.append(
+            f"long_prefill_token_threshold ({threshold}) cannot be greater than the max_model_len ({mml})."
+        )
+    if long_partial > partial:
+        refused.append(
+            f"self.max_long_partial_prefills={long_partial} must be less than or equal to "
+            f"self.max_num_partial_prefills={partial}."
+        )
+    return [
+        finding(
+            "partial-prefill",
+            ctx["host"],
+            inst["name"],
+            "extra_args",
+            f"--max-num-partial-prefills {partial}, --max-long-partial-prefills {long_partial}, "
+            f"--long-prefill-token-threshold {threshold} with chunked prefill "
+            f"{'off' if chunked is False else 'on'}.",
+            f"vLLM refuses to start (SchedulerConfig): '{text}'",
+            "drop the partial-prefill flags from extra_args, or turn chunked prefill on and keep "
+            "--max-long-partial-prefills <= --max-num-partial-prefills and the threshold <= max_model_len.",
+        )
+        for text in refused
+    ]
+
+
 def _check_security(inst, ctx):
     host, name = ctx["host"], inst["name"]
     extra = inst["extra_args"] or []
@@ -609,6 +812,7 @@ _INSTANCE_CHECKS = (
     _check_quantization,
     _check_model_rules,
     _check_memory,
+    _check_scheduler,
     _check_security,
 )
 

@@ -96,7 +96,8 @@ options:
   profiles:
     description:
       - Per-engine changes to the Volta profiles (engine -> keys C(program), C(dtype), C(attention_backend),
-        C(gpu_memory_utilization), C(n_gpu_layers), C(flags), C(env)); a key given replaces the default.
+        C(gpu_memory_utilization), C(max_num_batched_tokens), C(n_gpu_layers), C(flags), C(env)); a key given
+        replaces the default.
     type: dict
     default: {}
   engines_root:

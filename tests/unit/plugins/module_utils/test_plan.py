@@ -51,7 +51,6 @@ COMMAND_R = {
     "gpus": [0, 1, 2, 3],
     "tensor_parallel": 4,
     "max_model_len": 32768,
-    "max_num_batched_tokens": 4096,
     "max_num_seqs": 16,
     "port": 8001,
 }
@@ -272,6 +271,18 @@ INVALID = [
     ("torch-cu130", PCIE, [FLASH_NEXT_A],
      {"engine_versions": {**VERSIONS, "onecat": {"torch_version": "2.10.0", "torch_cuda": "cu130"}}},
      "torch-without-sm70", "error", None, "engine_onecat_torch_cuda", "cu130"),
+    # vLLM's SchedulerConfig (start-up validation, read from vLLM 0.21.0).
+    ("mbt-below-len-chunked-off", SXM2, [with_(COMMAND_R, max_num_batched_tokens=4096)], {},
+     "chunked-prefill-mbt", "error", "command-r", "max_num_batched_tokens", "is smaller than max_model_len (32768)"),
+    ("mbt-set-len-unknown-chunked-off", SXM2,
+     [{**{k: v for k, v in COMMAND_R.items() if k != "max_model_len"}, "max_num_batched_tokens": 4096}], {},
+     "chunked-prefill-mbt", "error", "command-r", "max_model_len", "max_model_len unset"),
+    ("mbt-below-seqs", SXM2, [with_(COMMAND_R, max_num_batched_tokens=32768, max_num_seqs=40000)], {},
+     "mbt-below-seqs", "error", "command-r", "max_num_seqs", "must be greater than or equal to max_num_seqs (40000)"),
+    ("partial-prefill-chunked-off", SXM2, [with_(COMMAND_R, extra_args=["--max-num-partial-prefills", "2"])], {},
+     "partial-prefill", "error", "command-r", "extra_args", "Chunked prefill must be enabled"),
+    ("chunked-prefill-switch-with-value", PCIE, [with_(FLASH_NEXT_A, extra_args=["--enable-chunked-prefill=false"])],
+     {}, "invalid-value", "error", "flash-next-a", "extra_args", "ignored explicit argument"),
     # Memory.
     ("gpu-memory-zero", SXM2, [with_(COMMAND_R, gpu_memory_utilization=0)], {},
      "gpu-memory-utilization", "error", "command-r", "gpu_memory_utilization", "outside (0, 1]"),
@@ -456,7 +467,7 @@ EXPECTED_ARGV = {
         "--attention-backend", "TRITON_ATTN",
         "--tensor-parallel-size", "4", "--pipeline-parallel-size", "1",
         "--gpu-memory-utilization", "0.90",
-        "--max-model-len", "32768", "--max-num-batched-tokens", "4096", "--max-num-seqs", "16",
+        "--max-model-len", "32768", "--max-num-batched-tokens", "32768", "--max-num-seqs", "16",
         "--enforce-eager", "--no-enable-chunked-prefill",
     ],
     "qwen72b": [
@@ -467,7 +478,7 @@ EXPECTED_ARGV = {
         "--attention-backend", "TRITON_ATTN",
         "--tensor-parallel-size", "4", "--pipeline-parallel-size", "2",
         "--gpu-memory-utilization", "0.90",
-        "--max-model-len", "32768",
+        "--max-model-len", "32768", "--max-num-batched-tokens", "32768",
         "--enforce-eager", "--no-enable-chunked-prefill",
     ],
     "deepseek-lite": [
@@ -491,7 +502,7 @@ EXPECTED_ARGV = {
         "--gpu-memory-utilization", "0.95",
         "--kv-cache-dtype", "fp8",
         "--max-model-len", "1048576", "--max-num-batched-tokens", "4096", "--max-num-seqs", "4",
-        "--enforce-eager", "--no-enable-chunked-prefill",
+        "--enable-chunked-prefill",
     ],
 }  # fmt: skip
 EXPECTED_VISIBLE = {
@@ -583,3 +594,124 @@ def test_instances_with_errors_are_left_out_of_the_plan():
     report = run(SXM2, [COMMAND_R, with_(GGUF, engine="sglang"), {"engine": "vllm"}, "not-a-mapping"])
     assert [entry["name"] for entry in report["plan"]["instances"]] == ["command-r"]
     assert report["errors"] >= 4
+
+
+# ------------------------------------------------------------------------------------------------
+# vLLM's start-up validation (SchedulerConfig of vLLM 0.21.0): the rule's verdict and vLLM's own
+# message, quoted. The same argvs go through the real release in tests/real/test_vllm_argv.py.
+# (case id, instance, rule or None, vLLM's message)
+# ------------------------------------------------------------------------------------------------
+
+MBT_LEN_TEXT = (
+    "max_num_batched_tokens ({}) is smaller than max_model_len ({}). This effectively limits the maximum "
+    "sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+    "max_num_batched_tokens or decrease max_model_len."
+)
+SCHEDULER = [
+    ("vllm-profile-mbt-unset", COMMAND_R, None, None),
+    ("vllm-profile-mbt-equals-len", with_(COMMAND_R, max_num_batched_tokens=32768), None, None),
+    ("vllm-profile-mbt-below-len", with_(COMMAND_R, max_num_batched_tokens=4096),
+     "chunked-prefill-mbt", MBT_LEN_TEXT.format(4096, 32768)),
+    ("vllm-chunked-on-in-extra-args", with_(COMMAND_R, max_num_batched_tokens=4096,
+                                            extra_args=["--enable-chunked-prefill"]), None, None),
+    ("vllm-chunked-on-underscore", with_(COMMAND_R, max_num_batched_tokens=4096,
+                                         extra_args=["--enable_chunked_prefill"]), None, None),
+    ("vllm-chunked-on-then-off-last-wins", with_(COMMAND_R, max_num_batched_tokens=4096, extra_args=[
+        "--enable-chunked-prefill", "--no-enable-chunked-prefill"]),
+     "chunked-prefill-mbt", MBT_LEN_TEXT.format(4096, 32768)),
+    ("onecat-profile-1m", FLASH_NEXT_A, None, None),
+    ("onecat-chunked-off-in-extra-args", with_(FLASH_NEXT_A, extra_args=["--no-enable-chunked-prefill"]),
+     "chunked-prefill-mbt", MBT_LEN_TEXT.format(4096, 1048576)),
+    ("onecat-seqs-above-mbt", with_(FLASH_NEXT_A, max_model_len=8192, max_num_seqs=5000),
+     "mbt-below-seqs", "max_num_batched_tokens (4096) must be greater than or equal to max_num_seqs (5000)."),
+    ("vllm-chunked-on-default-mbt-below-seqs", with_(COMMAND_R, max_num_seqs=4096, extra_args=[
+        "--enable-chunked-prefill"]), "mbt-below-seqs",
+     "max_num_batched_tokens (2048) must be greater than or equal to max_num_seqs (4096)."),
+    ("vllm-long-partial-above-partial", with_(COMMAND_R, extra_args=["--max-long-partial-prefills", "2"]),
+     "partial-prefill",
+     "self.max_long_partial_prefills=2 must be less than or equal to self.max_num_partial_prefills=1."),
+    ("vllm-threshold-above-len", with_(COMMAND_R, extra_args=[
+        "--enable-chunked-prefill", "--max-num-partial-prefills", "2", "--long-prefill-token-threshold", "40000"]),
+     "partial-prefill", "long_prefill_token_threshold (40000) cannot be greater than the max_model_len (32768)."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("instance", "rule", "vllm_text"), [c[1:] for c in SCHEDULER], ids=[c[0] for c in SCHEDULER])
+def test_scheduler_rules_quote_vllm(instance, rule, vllm_text):
+    server = PCIE if instance["engine"] == "onecat" else SXM2
+    report = run(server, [instance], host="lab-host")
+    hits = [f for f in report["findings"] if f["rule"] in ("chunked-prefill-mbt", "mbt-below-seqs", "partial-prefill")]
+    if rule is None:
+        assert hits == []
+        return
+    [hit] = hits
+    assert hit["rule"] == rule
+    assert hit["severity"] == "error"
+    assert rule not in OVERRIDABLE
+    assert f"'{vllm_text}'" in hit["message"]
+    assert hit["message"].startswith(f"lab-host: instance {instance['name']}: field ")
+
+
+def _argv(instance, **settings):
+    server = PCIE if instance["engine"] == "onecat" else SXM2
+    [entry] = run(server, [instance], **settings)["plan"]["instances"]
+    return entry["argv"]
+
+
+def _flag(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+@pytest.mark.parametrize(
+    ("instance", "settings", "mbt"),
+    [
+        (COMMAND_R, {}, "32768"),  # chunked off: vLLM's default max(max_model_len, 2048)
+        (with_(COMMAND_R, max_model_len=1024), {}, "2048"),
+        (with_(COMMAND_R, max_model_len=1024, extra_args=["--performance-mode", "throughput"]), {}, "4096"),
+        (with_(COMMAND_R, max_model_len=1024, max_num_seqs=1), {}, "1024"),  # at most seqs x len
+        ({k: v for k, v in COMMAND_R.items() if k != "max_model_len"}, {}, None),  # vLLM uses the model's length
+        (with_(COMMAND_R, extra_args=["--enable-chunked-prefill"]), {}, None),  # vLLM's own 2048
+        (with_(COMMAND_R, max_num_batched_tokens=65536), {}, "65536"),
+        ({k: v for k, v in FLASH_NEXT_A.items() if k != "max_num_batched_tokens"}, {}, "4096"),  # onecat profile
+        (COMMAND_R, {"profiles": {"vllm": {"max_num_batched_tokens": 40000}}}, "40000"),
+        (FLASH_NEXT_A, {"profiles": {"onecat": {"max_num_batched_tokens": None}}}, "4096"),  # the instance's own
+    ],
+)
+def test_rendered_max_num_batched_tokens(instance, settings, mbt):
+    assert _flag(_argv(instance, **settings), "--max-num-batched-tokens") == mbt
+
+
+def test_onecat_profile_is_the_1m_reference():
+    instance = {k: v for k, v in FLASH_NEXT_A.items() if k not in ("gpu_memory_utilization", "max_num_batched_tokens")}
+    argv = _argv(instance)
+    assert "--enforce-eager" not in argv  # CUDA graphs on
+    assert "--enable-chunked-prefill" in argv
+    assert "--no-enable-chunked-prefill" not in argv
+    assert _flag(argv, "--gpu-memory-utilization") == "0.95"
+    assert _flag(argv, "--attention-backend") == "FLASH_ATTN_V100"
+    assert _flag(argv, "--max-num-batched-tokens") == "4096"
+
+
+def test_bad_profile_max_num_batched_tokens_is_an_error():
+    report = run(SXM2, [COMMAND_R], profiles={"vllm": {"max_num_batched_tokens": "4k"}})
+    [hit] = report["findings"]
+    assert hit["field"] == "preflight_engine_profiles"
+    assert "max_num_batched_tokens '4k' is not a positive integer or null" in hit["message"]
+
+
+@pytest.mark.parametrize(
+    ("instance", "fix"),
+    [
+        (with_(COMMAND_R, max_num_batched_tokens=4096),
+         "Fix: remove max_num_batched_tokens (vLLM then raises it to max_model_len); or set max_num_batched_tokens "
+         "to at least 32768; or turn chunked prefill on (extra_args: [--enable-chunked-prefill]); or lower "
+         "max_model_len to at most 4096."),
+        (with_(FLASH_NEXT_A, extra_args=["--no-enable-chunked-prefill"]),
+         "Fix: set max_num_batched_tokens to at least 1048576; or drop --no-enable-chunked-prefill from extra_args "
+         "(chunked prefill is then on); or lower max_model_len to at most 4096."),
+    ],
+)
+def test_chunked_prefill_mbt_fix_fits_where_the_values_come_from(instance, fix):
+    [hit] = [f for f in run(PCIE if instance["engine"] == "onecat" else SXM2, [instance])["findings"]
+             if f["rule"] == "chunked-prefill-mbt"]  # fmt: skip
+    assert hit["message"].endswith(fix)

@@ -7,6 +7,16 @@ server would trip over at start-up (torch present and of the pinned version,
 an attention backend vLLM knows, a GPU the torch build supports, one NCCL
 wheel for multi-GPU), "loads" for VOLTA_LAB_LOAD_SECONDS (default 3) and
 serves the simulator.
+
+Start-up config validation (``scheduler_error``) is recorded from the REAL vLLM 0.21.0 wheel:
+vllm/config/scheduler.py (SchedulerConfig.verify_max_model_len: the checks and their wording)
+and vllm/engine/arg_utils.py (EngineArgs.get_batch_defaults and
+_set_default_max_num_seqs_and_batched_tokens_args: the defaults of `vllm serve` on a CUDA GPU
+under 70 GiB, i.e. every V100). Written from those facts, not copied. The 1cat_vllm stand-in
+shares this module: assumed to validate like vLLM 0.21.0 (1Cat-vLLM is a fork; not read).
+tests/real/test_vllm_argv.py compares it with the real release.
+
+Module-level imports are the standard library only, so that tests load this file on its own.
 """
 
 import importlib.metadata
@@ -14,10 +24,12 @@ import os
 import sys
 import time
 
-from vllm._volta_lab import argv as lab_argv
-from vllm._volta_lab import build_info, log
-
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+# The simulated model's own context length (what --max-model-len defaults to).
+MODEL_LEN = 4096
+# vLLM 0.21.0, `vllm serve` (usage context OPENAI_API_SERVER) on CUDA with less than 70 GiB per GPU.
+SERVE_DEFAULT_MBT = 2048
+SERVE_DEFAULT_SEQS = 256
 
 
 def _help(build, prog):
@@ -54,13 +66,67 @@ def _human_int(value, default):
 
 
 def _fail(where, exc_line):
+    from vllm._volta_lab import log
+
     log.error(where, exc_line)
     sys.stderr.write(exc_line + "\n")
     return 1
 
 
-def _startup_checks(build, args):
-    """What the real server would die of before binding its port."""
+def _int(value, default):
+    try:
+        return int(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _scheduler_values(args, model_len):
+    """max_model_len, max_num_batched_tokens, max_num_seqs, chunked prefill as vLLM 0.21.0 sets them."""
+    max_len = _human_int(args.get("max_model_len"), model_len)
+    max_len = model_len if max_len in (None, -1) else max_len
+    chunked = args.get("enable_chunked_prefill")
+    chunked = True if chunked is None else chunked  # a decoder-only generate model supports it
+    factor = 2 if args.get("performance_mode") == "throughput" else 1
+    seqs = _int(args.get("max_num_seqs"), None)
+    mbt = _human_int(args.get("max_num_batched_tokens"), None)
+    if mbt is None:
+        mbt = SERVE_DEFAULT_MBT * factor
+        if not chunked:
+            mbt = max(max_len, mbt)
+        mbt = min((seqs or SERVE_DEFAULT_SEQS * factor) * max_len, mbt)
+    if seqs is None:
+        seqs = min(SERVE_DEFAULT_SEQS * factor, mbt)
+    return max_len, mbt, seqs, chunked
+
+
+def scheduler_error(args, model_len=MODEL_LEN):
+    """vLLM 0.21.0's SchedulerConfig verdict on parsed serve *args*: its error text, or None."""
+    max_len, mbt, seqs, chunked = _scheduler_values(args, model_len)
+    partial = _int(args.get("max_num_partial_prefills"), 1)
+    long_partial = _int(args.get("max_long_partial_prefills"), 1)
+    threshold = _int(args.get("long_prefill_token_threshold"), 0)
+    if partial > 1 and threshold == 0:
+        threshold = int(max_len * 0.04)
+    if mbt < max_len and not chunked:
+        return (f"max_num_batched_tokens ({mbt}) is smaller than max_model_len ({max_len}). This "
+                "effectively limits the maximum sequence length to max_num_batched_tokens and makes "
+                "vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease "
+                "max_model_len.")
+    if mbt < seqs:
+        return (f"max_num_batched_tokens ({mbt}) must be greater than or equal to max_num_seqs "
+                f"({seqs}).")
+    if partial > 1 and not chunked:
+        return "Chunked prefill must be enabled to set max_num_partial_prefills > 1."
+    if partial > 1 and threshold > max_len:
+        return (f"long_prefill_token_threshold ({threshold}) cannot be greater than the "
+                f"max_model_len ({max_len}).")
+    if long_partial > partial:
+        return (f"self.max_long_partial_prefills={long_partial} must be less than or equal to "
+                f"self.max_num_partial_prefills={partial}.")
+    return None
+
+
+def _attention_check(build, args):
     backends = build.get("attention_backends") or []
     backend = args.get("attention_backend")
     if backend and backends and backend.upper() not in backends:
@@ -68,8 +134,10 @@ def _startup_checks(build, args):
             "pydantic_core._pydantic_core.ValidationError: 1 validation error for "
             f"AttentionConfig\nbackend\n  Value error, Invalid value '{backend}'. "
             f"Valid options are: {', '.join(backends)}"))
-    if os.environ.get("VOLTA_LAB_SKIP_TORCH_CHECK") == "1":
-        return 0
+    return 0
+
+
+def _torch_checks(build):
     try:
         import torch
     except ImportError:
@@ -81,6 +149,21 @@ def _startup_checks(build, args):
             f"ImportError: {os.path.dirname(os.path.dirname(__file__))}/_C.abi3.so: "
             "undefined symbol: _ZN3c1013MessageLogger6streamB5cxx11Ev "
             f"(volta lab: this vLLM was built for torch=={pin}, found torch {have})"))
+    return 0
+
+
+def _scheduler_check(args):
+    error = scheduler_error(args)
+    if error is None:
+        return 0
+    return _fail("arg_utils.py:1", (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig\n"
+        f"  Value error, {error} [type=value_error]"))
+
+
+def _gpu_checks(args):
+    import torch
+
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and cuda.is_available():
         major, minor = cuda.get_device_capability()
@@ -103,7 +186,17 @@ def _startup_checks(build, args):
     return 0
 
 
+def _startup_checks(build, args):
+    """What the real server would die of before binding its port, in the order it meets them."""
+    skip_torch = os.environ.get("VOLTA_LAB_SKIP_TORCH_CHECK") == "1"
+    return (_attention_check(build, args) or (0 if skip_torch else _torch_checks(build))
+            or _scheduler_check(args) or (0 if skip_torch else _gpu_checks(args)))
+
+
 def serve_main(argv, mode="serve"):
+    from vllm._volta_lab import argv as lab_argv
+    from vllm._volta_lab import build_info, log
+
     build = build_info()
     try:
         args = lab_argv.parse(list(argv), build["flags"], mode)
@@ -118,7 +211,7 @@ def serve_main(argv, mode="serve"):
     host = args.get("host") or ""
     port = int(args.get("port") or 8000)
     tokens = args.get("api_key") or [os.environ.get("VLLM_API_KEY")]
-    max_len = _human_int(args.get("max_model_len"), 4096)
+    max_len = _human_int(args.get("max_model_len"), MODEL_LEN)
 
     log.info("utils.py:299", f"vLLM server version {build['version']}, serving model {model}")
     shown = {k: v for k, v in args.items() if k not in ("model",)}
@@ -147,6 +240,8 @@ def serve_main(argv, mode="serve"):
 
 
 def main(argv):
+    from vllm._volta_lab import build_info
+
     build = build_info()
     flags = build["flags"]
     subcommands = flags.get("subcommands") or ["serve"]
