@@ -178,7 +178,7 @@ def main():
                          "set path to patch a file directly")
     what = f"{dist or 'engine'} {version or 'unknown'}"
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8", newline="") as handle:  # line endings kept as they are
             text = handle.read()
     except OSError as exc:
         module.fail_json(msg=f"patch {p['name']}: cannot read {path} ({what}): {exc}")
@@ -203,7 +203,7 @@ def _write(module, path, text, context):
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".volta-patch-", dir=os.path.dirname(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
     except OSError as exc:
         if tmp and os.path.exists(tmp):
