@@ -4,11 +4,13 @@
 
 A patch is data (:data:`CATALOG`): the file it targets inside an engine's
 site-packages, the distributions and versions it may be applied to, the shape
-of the file it expects, and, per patch site (an anchor line), how to tell the
-unpatched, the already-patched and the fixed-upstream shapes apart. Applying
-inserts whole lines between ``# >>> volta.serving: <name>`` and
-``# <<< volta.serving: <name>`` markers next to each site; removing deletes
-exactly those lines, so ``absent`` restores the original text.
+of the file it expects, where its patch sites (anchor lines) must be (one in
+each function the shape names, e.g. every Triton MoE kernel), and how to tell
+the unpatched, the already-patched, the fixed-upstream and the not-needed
+shapes apart. Applying inserts whole lines between
+``# >>> volta.serving: <name>`` and ``# <<< volta.serving: <name>`` markers next
+to each site; removing deletes exactly those lines, so ``absent`` restores the
+original text.
 
 Nothing here touches a file: :func:`plan` maps text to (result, new text).
 """
@@ -26,11 +28,13 @@ from ansible_collections.volta.serving.plugins.module_utils._pyreq import (
 FUSED_MOE = "vllm/model_executor/layers/fused_moe/fused_moe.py"
 SM70_BLOCK_K_ENV = "VOLTA_SERVING_MOE_BLOCK_K_SM70"
 
-# Shapes recorded from the real fused_moe.py of vLLM 0.6.4 ... 0.33.0 (sdists and wheels from the
-# Python index) and of 1Cat-vLLM v0.0.3 ... v1.3.0 (its git tags):
+# Shapes recorded from the real fused_moe.py of vLLM 0.6.4, 0.6.5, 0.6.6, 0.7.0, 0.7.2, 0.7.3, 0.8.0,
+# 0.8.5, 0.10.0, 0.11.0, 0.12.0, 0.13.0, 0.14.1, 0.15.1, 0.16.0, 0.17.0, 0.19.1, 0.21.0 and 0.33.0 (the
+# newest; sdists and wheels from the Python index) and of 1Cat-vLLM at every tag from v0.0.2 to v1.3.0
+# and at v1.3.0-8-gae13773a0 (its git repository, 2026-08-22):
 # - pre PR #34507 (vLLM 0.6.4 ... 0.16.0, 1Cat up to v1.1.0): each kernel that computes A's pointers
 #   from offs_token * stride_am assigns offs_token with tl.load(...) right before `token_mask = ...`,
-#   or (0.14 and later, fused_moe_kernel) inside `if not naive_block_assignment:` / `else:` where the
+#   or (0.14.1 and later, fused_moe_kernel) inside `if not naive_block_assignment:` / `else:` where the
 #   else branch is a multi-line `offs_token = tl.where(` ... `)`; one kernel up to 0.7.0, two
 #   (fused_moe_kernel_gptq_awq and fused_moe_kernel) from 0.7.2;
 # - fixed (vLLM 0.17.0 ... 0.33.0, 1Cat v1.2.0 and later): `offs_token = tl.load(...).to(tl.int64)`,
@@ -50,7 +54,7 @@ CATALOG = {
         ),
         "target": FUSED_MOE,
         # Where the pre-fix shape is known; later releases carry the fix (recognised by shape).
-        "applies_to": {"vllm": ">=0.6.4", "1cat-vllm": ">=0.0.3"},
+        "applies_to": {"vllm": ">=0.6.4", "1cat-vllm": ">=0.0.2"},
         # The file must still compute A's pointers from offs_token and stride_am.
         "file_requires": [r"offs_token\[:,\s*None\]\s*//\s*top_k\s*\*\s*stride_am"],
         # Exactly one site in every function whose body matches this (each such Triton kernel).
