@@ -224,8 +224,8 @@ def test_previous_statement_joins_brackets_and_drops_comments(text, statement):
     "name, text, dist, message",
     [
         (INT64, PRE_FIX_MULTILINE, "vllm", "applied at 2 of 2 site(s)"),
-        (BLOCK_K, PRE_FIX_MULTILINE, "vllm", "not needed (get_default_config never picks a BLOCK_SIZE_K of 128), "
-                                             "left alone"),
+        (BLOCK_K, PRE_FIX_MULTILINE, "vllm",
+         "not needed (get_default_config never picks a BLOCK_SIZE_K of 128), left alone"),
         (BLOCK_K, ONECAT, "1cat_vllm", "fixed upstream (get_default_config already special-cases SM70), left alone"),
         (INT64, POST_FIX, "vllm", "fixed upstream at line(s) "),
     ],
@@ -297,8 +297,8 @@ def test_block_k_param_change_updates_the_block():
          "expected one patch site in each kernel that computes A's pointers from offs_token * stride_am "
          "(fused_moe_kernel, fused_moe_kernel_gptq_awq, fused_moe_kernel_bias), found 1 in fused_moe_kernel "
          "(line 17); 1 in fused_moe_kernel_gptq_awq (line 28); 0 in fused_moe_kernel_bias; not patched"),
-        (INT64, TWO_SITES_ONE_KERNEL, "vllm", "0.16.0", "found 2 in fused_moe_kernel (line 8, 15); "
-                                                       "1 in fused_moe_kernel_gptq_awq (line 26)"),
+        (INT64, TWO_SITES_ONE_KERNEL, "vllm", "0.16.0",
+         "found 2 in fused_moe_kernel (line 8, 15); 1 in fused_moe_kernel_gptq_awq (line 26)"),
         (BLOCK_K, SITE_OUTSIDE, "vllm", "0.21.0", "expected one patch site in each default config function "
          "(get_default_config), found 1 in get_default_config (line 37); 1 outside them (line 46)"),
         # versions outside applies_to
