@@ -13,18 +13,25 @@ description:
   - Each catalog entry names its target file (inside the engine's site-packages), the distributions and
     versions it may be applied to, the shape the file must have, and how to tell the unpatched, already-patched
     and fixed-upstream shapes apart at each patch site.
-  - A file that already has the upstream fix is reported (RV(result=fixed_upstream)) and left alone.
-  - A file of any other shape fails the task with the file, the engine version and the patch name, and is not
-    touched. The new text is written to a temporary file next to the target and moved over it, so the file is
-    never half edited.
+  - A file that already has the upstream fix is reported (RV(result=fixed_upstream)) and left alone, and so is
+    a file that never had the problem the patch fixes (RV(result=not_needed)).
+  - A patch finds exactly one patch site in each place its shape names (for example every Triton MoE kernel
+    of the file); any other count fails the task and names the sites found.
+  - A file of any other shape, or an engine version outside the patch's range, fails the task with the file,
+    the engine version and the patch name, and the file is not touched.
+  - The new text is written to a temporary file next to the target and moved over it, so the file is never
+    half edited; a file that cannot be read as UTF-8 text or cannot be written fails the task naming it.
   - O(state=absent) removes exactly the lines the patch inserted.
   - Catalog
     (V(fused_moe_int64_offsets)) casts C(offs_token) to C(tl.int64) in the Triton fused MoE kernels of
     C(vllm/model_executor/layers/fused_moe/fused_moe.py) (int32 overflow of C(stride * offset); fixed upstream in
-    vLLM PR 34507).
+    vLLM PR 34507, so vLLM 0.6.4 to 0.16.0 and 1Cat-vLLM before 1.2.0 are patched, later releases are
+    V(fixed_upstream)).
   - Catalog (V(fused_moe_sm70_block_k)) caps the fp16/bf16 default C(BLOCK_SIZE_K) of the same file's
     C(get_default_config) at O(block_k) on SM70 GPUs (vLLM issue 47019); the environment variable
-    C(VOLTA_SERVING_MOE_BLOCK_K_SM70) of the serving process overrides it (V(0) turns the cap off).
+    C(VOLTA_SERVING_MOE_BLOCK_K_SM70) of the serving process overrides it (V(0) turns the cap off). vLLM 0.17.0
+    and later are patched; earlier releases never pick a C(BLOCK_SIZE_K) of 128 (V(not_needed)); 1Cat-vLLM's own
+    SM70 branch is V(fixed_upstream).
 author:
   - volta.serving contributors (@volta-serving)
 options:
@@ -54,7 +61,7 @@ options:
         O(python)'s venv. Without it (and without the venv), the patch is applied on the file's shape alone.
     type: str
   block_k:
-    description: The cap of V(fused_moe_sm70_block_k).
+    description: The cap of V(fused_moe_sm70_block_k); a power of two of at least 16 (a Triton K tile).
     type: int
     default: 64
 attributes:
@@ -88,8 +95,8 @@ EXAMPLES = r"""
 RETURN = r"""
 result:
   description:
-    - With O(state=present) V(patched) (changed), V(already_patched) or V(fixed_upstream).
-    - With O(state=absent) V(removed) (changed), V(already_absent) or V(fixed_upstream).
+    - With O(state=present) V(patched) (changed), V(already_patched), V(fixed_upstream) or V(not_needed).
+    - With O(state=absent) V(removed) (changed), V(already_absent), V(fixed_upstream) or V(not_needed).
   type: str
   returned: success
   sample: patched
@@ -169,12 +176,15 @@ def main():
         where = f"the venv of {p['python']}" if found else f"{p['python']} (no such interpreter)"
         module.fail_json(msg=f"patch {p['name']}: {patch['target']} is not installed in {where}; "
                          "set path to patch a file directly")
+    what = f"{dist or 'engine'} {version or 'unknown'}"
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8", newline="") as handle:  # line endings kept as they are
             text = handle.read()
     except OSError as exc:
-        what = f"{dist or 'engine'} {version or 'unknown'}"
         module.fail_json(msg=f"patch {p['name']}: cannot read {path} ({what}): {exc}")
+    except UnicodeDecodeError as exc:
+        module.fail_json(msg=f"patch {p['name']}: {path} ({what}) is not UTF-8 text (byte {exc.start}: "
+                         f"{exc.reason}), so it is not the Python file {patch['target']}; point path at that file")
     try:
         out = plan(p["name"], text, p["state"], {"block_k": p["block_k"]}, dist, version, path)
     except PatchError as exc:
@@ -184,16 +194,27 @@ def main():
     if out["changed"]:
         result["diff"] = {"before": text, "after": out["text"], "before_header": path, "after_header": path}
         if not module.check_mode:
-            directory = os.path.dirname(path)
-            fd, tmp = tempfile.mkstemp(prefix=".volta-patch-", dir=directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(out["text"])
-                module.atomic_move(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            _write(module, path, out["text"], f"patch {p['name']}: cannot write {path} ({what})")
     module.exit_json(**result)
+
+
+def _write(module, path, text, context):
+    """Write *text* to a temporary file next to *path* and move it over *path*; fail naming *context*."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".volta-patch-", dir=os.path.dirname(path))
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        module.fail_json(msg=f"{context}: {exc}; the file is unchanged. Run the task as the owner of the engine's "
+                         "venv (become) and check that its file system is writable and not full")
+    try:
+        module.atomic_move(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 if __name__ == "__main__":
