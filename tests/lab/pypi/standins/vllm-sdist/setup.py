@@ -205,10 +205,10 @@ class StandInBuildExt(build_ext):
         cuda = nvcc_version()
         print(f"-- Build type: {os.getenv('CMAKE_BUILD_TYPE') or 'RelWithDebInfo'}\n-- Target device: cuda",
               flush=True)
-        check_torch(cuda)
         jobs, threads = compute_jobs()
         archs = requested_archs()
         check_nvcc_archs(archs)
+        check_torch(cuda)
         print(f"-- Found CUDA: {CUDA_HOME} (found version \"{cuda}\")\n"
               f"-- Found Torch: {os.path.dirname(torch.__file__)} ({torch.__version__})", flush=True)
         built = intersect(archs, supported_archs(cuda))
