@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,11 +66,61 @@ def _pip(args, *, timeout=1800):
     return proc
 
 
+def index_url():
+    """The index the machine's pip uses: PIP_INDEX_URL, else its configuration, else pip's own default."""
+    url = os.environ.get("PIP_INDEX_URL")
+    if not url:
+        proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                              check=False)
+        for line in proc.stdout.splitlines():
+            key, _sep, value = line.partition("=")
+            if key.endswith(".index-url"):
+                url = value.strip().strip("'\"")
+    if not url:
+        from pip._internal.models.index import PyPI
+
+        url = PyPI.simple_url
+    return url.rstrip("/")
+
+
+def _get(url, accept=None, timeout=300):
+    if not url.startswith(("https://", "http://")):
+        raise ValueError(f"{url}: only an http(s) index is read here")
+    request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})  # noqa: S310  http(s) only
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310  http(s) only
+            return response.read()
+    except (OSError, urllib.error.URLError) as exc:
+        unavailable(f"{url}: {exc}")
+
+
+def _fetch_sdist(project, version, dest):
+    """Download the sdist the index lists (PEP 691 JSON page) and check the index's sha256.
+
+    pip is not used for sdists: ``pip download`` builds an sdist's metadata, and vLLM's needs its
+    build requirements (a CUDA torch).
+    """
+    page = json.loads(_get(f"{index_url()}/{project}/", "application/vnd.pypi.simple.v1+json", 60))
+    wanted = f"{project}-{version}.tar.gz"
+    entry = next((f for f in page.get("files", []) if f.get("filename") == wanted), None)
+    if entry is None:
+        unavailable(f"the index lists no {wanted}")
+    data = _get(entry["url"])
+    if hashlib.sha256(data).hexdigest() != entry["hashes"]["sha256"]:
+        raise AssertionError(f"{wanted}: sha256 differs from the index's")
+    with tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp:
+        tmp.write(data)
+    final = dest / wanted
+    os.replace(tmp.name, final)
+    return final
+
+
 def fetch(project, version, *, kind="wheel"):
     """Path of the real *project*==*version* distribution (``kind``: wheel or sdist), downloaded once.
 
     A wheel is the one pip picks for this machine (vLLM's are ``abi3``, so any CPython 3.8+ takes
-    the same file). Raises :class:`Offline` when pip cannot get it.
+    the same file); an sdist is the ``.tar.gz`` the index lists. Raises :class:`Offline` (or skips,
+    see :func:`unavailable`) when the index cannot be reached.
     """
     if kind not in ("wheel", "sdist"):
         raise ValueError(f"kind must be wheel or sdist, not {kind!r}")
@@ -77,9 +130,10 @@ def fetch(project, version, *, kind="wheel"):
         if done:
             return done[0]
         dest.mkdir(parents=True, exist_ok=True)
-        only = ["--only-binary=:all:"] if kind == "wheel" else ["--no-binary=:all:"]
+        if kind == "sdist":
+            return _fetch_sdist(project, version, dest)
         with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-            _pip(["download", "--no-deps", "-q", *only, "-d", tmp, f"{project}=={version}"])
+            _pip(["download", "--no-deps", "-q", "--only-binary=:all:", "-d", tmp, f"{project}=={version}"])
             got = [p for p in Path(tmp).iterdir() if p.is_file()]
             if len(got) != 1:
                 unavailable(f"pip download {project}=={version} gave {len(got)} files")

@@ -7,28 +7,19 @@ there is nothing to cap (``not_needed``). A patched file compiles, a rerun chang
 ``state=absent`` gives back the release's file byte for byte.
 
 The files come from the release's sdist (small) where the index has one; 0.15.1 has none, so its wheel
-is read. ``artifacts.fetch(kind="sdist")`` asks pip, which builds an sdist's metadata and so needs
-vLLM's build requirements (a CUDA torch); :func:`sdist` downloads the file the index lists instead and
-checks the sha256 the index gives.
+is read.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import os
-import subprocess
-import sys
-import tempfile
-import urllib.error
-import urllib.request
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.volta.serving.plugins.module_utils._source_patch import FUSED_MOE, plan
 from ansible_collections.volta.serving.plugins.modules import source_patch
-from artifacts import CACHE, _locked, fetch, member, unavailable
+from artifacts import fetch, member
 
 INT64 = "fused_moe_int64_offsets"
 BLOCK_K = "fused_moe_sm70_block_k"
@@ -52,56 +43,9 @@ EXPECTED = [
 ]
 
 
-def _index_url():
-    """The index the machine's pip uses (its configuration), else the public one."""
-    url = os.environ.get("PIP_INDEX_URL")
-    if not url:
-        proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                              check=False)
-        for line in proc.stdout.splitlines():
-            key, _sep, value = line.partition("=")
-            if key.endswith(".index-url"):
-                url = value.strip().strip("'\"")
-    return (url or "https://pypi.org/simple").rstrip("/")
-
-
-def _get(url, accept=None, timeout=300):
-    if not url.startswith(("https://", "http://")):
-        raise AssertionError(f"{url}: only an http(s) index is read here")
-    request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})  # noqa: S310  http(s) only
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310  http(s) only
-            return response.read()
-    except (OSError, urllib.error.URLError) as exc:
-        unavailable(f"{url}: {exc}")
-
-
-def sdist(project, version):
-    """Path of the real sdist of *project*==*version*, downloaded once into the tier's cache."""
-    dest = CACHE / "dists" / f"{project}-{version}-sdist"
-    with _locked(f"{project}-{version}-sdist"):
-        done = sorted(p for p in dest.glob("*.tar.gz") if p.is_file()) if dest.is_dir() else []
-        if done:
-            return done[0]
-        page = json.loads(_get(f"{_index_url()}/{project}/", "application/vnd.pypi.simple.v1+json", 60))
-        wanted = f"{project}-{version}.tar.gz"
-        entry = next((f for f in page.get("files", []) if f.get("filename") == wanted), None)
-        if entry is None:
-            raise AssertionError(f"the index lists no {wanted}")
-        data = _get(entry["url"])
-        if hashlib.sha256(data).hexdigest() != entry["hashes"]["sha256"]:
-            raise AssertionError(f"{wanted}: sha256 differs from the index's")
-        dest.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp:
-            tmp.write(data)
-        final = dest / wanted
-        os.replace(tmp.name, final)
-        return final
-
-
 @functools.cache
 def real_fused_moe(version):
-    dist = fetch("vllm", version) if version in WHEEL_ONLY else sdist("vllm", version)
+    dist = fetch("vllm", version, kind="wheel" if version in WHEEL_ONLY else "sdist")
     return member(dist, FUSED_MOE)
 
 
