@@ -107,4 +107,5 @@ def test_stand_in_build_record_shows_what_the_role_passed(host):
 
 
 def test_compiled_extension_imports(host):
-    assert py(host, "import vllm._C; print(\"ok\")") == "ok"
+    # like vLLM itself: torch first (it loads libtorch and the CUDA runtime the extension links)
+    assert py(host, "import torch, vllm._C; print(\"ok\")") == "ok"
