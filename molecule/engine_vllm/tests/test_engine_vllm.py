@@ -1,11 +1,20 @@
-"""Verify the vllm flavour: expected values come from the scenario and the lab's stand-in wheels."""
+"""Verify the vllm flavour: expected values come from the scenario and the lab's stand-in wheels and sdist.
 
+engine-vllm (first in play order) builds vLLM from the stand-in sdist; engine-vllm-b copies that wheel.
+"""
+
+import glob
 import json
+import os
 
 ROOT = "/opt/volta/engines"
 NAME = "vllm-0.21.0-torch2.11.0-cu126"
 PY = f"{ROOT}/vllm/current/venv/bin/python"
 FUSED_MOE = "vllm/model_executor/layers/fused_moe/fused_moe.py"
+KEY = "vllm-0.21.0-torch2.11.0-cu126-cuda12.8-sm70-cp311"
+BUILDER = "engine-vllm"
+CACHE = "/var/cache/volta/engines"
+BUILD_LOG = f"{CACHE}/logs/build-{KEY}-from-source.log"
 
 
 def py(host, code):
@@ -49,3 +58,54 @@ def test_local_facts(host):
     assert vllm["current"] == NAME and vllm["version"] == "0.21.0" and vllm["torch"] == "2.11.0+cu126"
     assert vllm["patches"] == {"fused_moe_int64_offsets": "fixed_upstream", "fused_moe_sm70_block_k": "applied"}
     assert vllm["audit"]["consistent"] is True and vllm["audit"]["findings"] == []
+
+
+def record(host):
+    return json.loads(host.file(f"{ROOT}/vllm/{NAME}/.volta-install.json").content_string)["build"]
+
+
+def controller_sha256():
+    sums = glob.glob(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "wheels", KEY, "*.whl.sha256"))
+    assert len(sums) == 1, sums
+    with open(sums[0], encoding="utf-8") as fh:
+        return fh.read().split()[0]
+
+
+def test_first_host_compiled_the_second_copied(host):
+    build = record(host)
+    assert build["method"] == "source" and build["key"] == KEY and build["built_by"] == BUILDER
+    if host.backend.get_hostname() == BUILDER:
+        assert build["path"] == "build" and build["log"] == BUILD_LOG
+        log = host.file(BUILD_LOG)
+        assert log.is_file and "Building CUDA object" in log.content_string
+        assert host.file(f"{CACHE}/build/{KEY}/src/setup.py").is_file  # kept, so that a rerun resumes
+    else:
+        assert build["path"] == "copy"
+        assert build["copied_from"].startswith(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+        assert not host.file(BUILD_LOG).exists
+        assert not host.file(f"{CACHE}/build").exists
+
+
+def test_both_hosts_installed_the_same_wheel(host):
+    build = record(host)
+    assert build["wheel_sha256"] == controller_sha256()
+    where = f"{CACHE}/build/{KEY}/dist" if build["path"] == "build" else f"{CACHE}/wheels/{KEY}"
+    assert host.check_output(f"sha256sum {where}/{build['wheel']}").split()[0] == build["wheel_sha256"]
+
+
+def test_stand_in_build_record_shows_what_the_role_passed(host):
+    # Written by the stand-in sdist's setup.py at build time, installed with the wheel on both hosts.
+    path = py(host, "import os, vllm; print(os.path.dirname(vllm.__file__))") + "/_volta_lab/source_build.json"
+    got = json.loads(host.file(path).content_string)
+    assert got["env"]["TORCH_CUDA_ARCH_LIST"] == "7.0" and got["env"]["VLLM_TARGET_DEVICE"] == "cuda"
+    assert got["env"]["CUDA_HOME"] == "/usr/local/cuda-12.8" and got["nvcc_cuda"].startswith("12.8")
+    assert int(got["env"]["MAX_JOBS"]) >= 1 and got["jobs"] == int(got["env"]["MAX_JOBS"])
+    # no build isolation: the build saw the venv's own torch (cu126), not the index's
+    assert got["torch"]["version"] == "2.11.0+cu126"
+    assert got["torch"]["path"].startswith(f"{ROOT}/vllm/{NAME}/venv/")
+    assert got["version"] == "0.21.0"
+
+
+def test_compiled_extension_imports(host):
+    # like vLLM itself: torch first (it loads libtorch and the CUDA runtime the extension links)
+    assert py(host, "import torch, vllm._C; print(\"ok\")") == "ok"

@@ -1,0 +1,174 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How an engine is built from source, and which host of a play builds each wheel.
+
+Private to volta.serving (the filters ``engine_build_plan``, ``engine_wheel_paths`` and
+``engine_sdist_link`` use it on the controller):
+
+- ``build_plan``: the install method (source on compute capability 7.x by default), the
+  ``TORCH_CUDA_ARCH_LIST``, ``MAX_JOBS`` from the CPU count and the available memory, and the key
+  of the built wheel (engine, version, torch, CUDA tag, toolkit, arch list, Python, source);
+- ``wheel_paths``: per host of a play, ``build`` (the first host in play order that needs a key
+  no cache holds), ``copy`` (every other host with that key) or ``none``;
+- ``sdist_link``: the sdist of one release on a PEP 503 index page, with the index's sha256.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+METHODS = ("source", "wheel", "auto")
+_CC_RE = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
+_PYTHON_RE = re.compile(r"(?:^|/)python(\d)\.(\d+)$")
+_SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+class BuildPlanError(ValueError):
+    """An input the build plan cannot use; the message says which and how to fix it."""
+
+
+def install_method(requested, compute_capability):
+    """``(method, why)``: ``auto`` means source on compute capability 7.x, the index's wheel elsewhere."""
+    if requested not in METHODS:
+        raise BuildPlanError(
+            f"engine_vllm_install_method is {requested!r}; it must be one of {', '.join(METHODS)}"
+        )
+    if requested != "auto":
+        return requested, f"engine_vllm_install_method is {requested}"
+    major, _minor = _capability(compute_capability)
+    if major == 7:
+        return "source", (
+            f"compute capability {compute_capability}: the index's vLLM wheels carry no SM70 code "
+            "or need CUDA 13, so vLLM is built for this GPU"
+        )
+    return "wheel", f"compute capability {compute_capability}: the index's wheel has code for it"
+
+
+def _capability(value):
+    match = _CC_RE.match(str(value))
+    if not match:
+        raise BuildPlanError(
+            f"volta_server.compute_capability is {value!r}; expected major.minor such as 7.0"
+        )
+    return int(match.group(1)), int(match.group(2))
+
+
+def arch_list(compute_capability):
+    """``TORCH_CUDA_ARCH_LIST`` for the host's GPUs: ``7.0`` for a V100."""
+    major, minor = _capability(compute_capability)
+    return f"{major}.{minor}"
+
+
+def python_tag(python):
+    """``cp311`` for ``python3.11`` or ``/usr/bin/python3.11``."""
+    match = _PYTHON_RE.search(str(python))
+    if not match:
+        raise BuildPlanError(f"the engine's Python is {python!r}; expected pythonX.Y (python3.12) or its path")
+    return f"cp{match.group(1)}{match.group(2)}"
+
+
+def build_jobs(vcpus, memory_mb, job_memory_mb, requested=0):
+    """``(MAX_JOBS, why)``: *requested* when above 0, else min(vCPUs, available memory / memory per job), >= 1.
+
+    nvcc needs several GB per compile job; more jobs than memory allows make the build swap or
+    get killed, more jobs than CPUs gain nothing.
+    """
+    if int(requested) > 0:
+        return int(requested), f"engine_vllm_build_jobs is {int(requested)}"
+    if int(job_memory_mb) <= 0:
+        raise BuildPlanError(f"engine_vllm_build_job_memory_mb is {job_memory_mb}; it must be above 0")
+    cpus = max(1, int(vcpus))
+    by_memory = int(memory_mb) // int(job_memory_mb)
+    jobs = max(1, min(cpus, by_memory))
+    return jobs, (
+        f"min({cpus} vCPUs, {int(memory_mb)} MB available / {int(job_memory_mb)} MB per job = {by_memory}),"
+        " at least 1"
+    )
+
+
+def wheel_key(spec):
+    """The cache key of a built wheel: one name per engine, version, torch, CUDA, arch list, Python and source."""
+    arch = "_".join(a.replace(".", "") for a in str(spec["arch_list"]).replace(",", ";").split(";") if a)
+    parts = [
+        spec["engine"], str(spec["version"]), "torch" + str(spec["torch_version"]), spec["torch_cuda"],
+        "cuda" + str(spec["cuda_version"]), "sm" + arch, python_tag(spec["python"]),
+    ]
+    source = str(spec.get("source_sha256") or "")
+    if source:
+        if not _SHA256_RE.match(source):
+            raise BuildPlanError(f"engine_vllm_source_sha256 is {source!r}; expected 64 hex digits")
+        parts.append("src" + source[:12].lower())
+    return "-".join(parts)
+
+
+def build_plan(spec):
+    """Everything about one host's engine build that follows from its settings and facts (see the filter)."""
+    method, why = install_method(spec.get("method", "auto"), spec["compute_capability"])
+    arch = arch_list(spec["compute_capability"])
+    jobs, jobs_why = build_jobs(spec["vcpus"], spec["memory_mb"], spec["job_memory_mb"], spec.get("jobs", 0))
+    key = wheel_key(dict(spec, arch_list=arch))
+    return {
+        "method": method, "why": why, "arch_list": arch, "max_jobs": jobs, "max_jobs_why": jobs_why,
+        "key": key, "python_tag": python_tag(spec["python"]),
+    }
+
+
+def wheel_paths(needs, cached_keys=()):
+    """Per host: ``{"path": "build"|"copy"|"none", "from": ...}``, in play order.
+
+    *needs* lists one entry per host in play order: ``{"host", "key", "needed"}`` (``needed``: the
+    host will install that wheel in this run); a missing entry (``None``) is a host without it.
+    A key already in *cached_keys* is copied by every host; otherwise the first host that needs it
+    builds it and the others copy the wheel that host built.
+    """
+    cached = set(cached_keys or ())
+    builders = {}
+    out = {}
+    for entry in needs:
+        if not entry:
+            continue
+        host = entry["host"]
+        if not entry.get("needed"):
+            out[host] = {"path": "none", "key": entry.get("key"), "from": None}
+        elif entry["key"] in cached:
+            out[host] = {"path": "copy", "key": entry["key"], "from": "cache"}
+        elif entry["key"] in builders:
+            out[host] = {"path": "copy", "key": entry["key"], "from": builders[entry["key"]]}
+        else:
+            builders[entry["key"]] = host
+            out[host] = {"path": "build", "key": entry["key"], "from": None}
+    return out
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            href = dict(attrs).get("href")
+            if href:
+                self.links.append(href)
+
+
+def sdist_link(html, page_url, project, version):
+    """``{"url", "sha256", "filename"}`` of ``<project>-<version>.tar.gz`` on a PEP 503 project page."""
+    norm = re.sub(r"[-_.]+", "_", project).lower()
+    wanted = {f"{norm}-{version}.tar.gz", f"{project}-{version}.tar.gz".lower()}
+    parser = _Links()
+    parser.feed(html or "")
+    for href in parser.links:
+        url = urljoin(page_url, href)
+        name = urlsplit(url).path.rsplit("/", 1)[-1]
+        if re.sub(r"^[^-]+", lambda m: re.sub(r"[-_.]+", "_", m.group(0)), name).lower() not in wanted:
+            continue
+        fragment = urlsplit(url).fragment
+        sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else ""
+        return {"url": url.split("#", 1)[0], "sha256": sha.lower(), "filename": name}
+    raise BuildPlanError(
+        f"{page_url} lists no source distribution {project}-{version}.tar.gz "
+        f"({len(parser.links)} files listed)"
+    )
