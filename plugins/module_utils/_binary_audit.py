@@ -258,10 +258,11 @@ def inspect(path):
     report = {"elf": False, "needed": [], "containers": [], "errors": []}
     try:
         with open(path, "rb") as fh:
-            hdr = elf_header(fh)
-            if hdr is None:
+            if fh.read(4) != b"\x7fELF":
                 return report
             report["elf"] = True
+            fh.seek(0)
+            hdr = elf_header(fh)
             secs = sections(fh, hdr)
             report["needed"] = needed(fh, hdr, secs)
             fsize = os.fstat(fh.fileno()).st_size
@@ -402,7 +403,7 @@ def audit(files, sm, torch_cuda=None, torch_version=None, optional=DEFAULT_OPTIO
     problems = [d["message"] for d in details]
     return {"ok": not problems, "sm": f"sm_{sm}", "torch_cuda": torch_cuda, "torch_version": torch_version,
             "files": {"checked": checked, "cuda": cuda, "problem": details},
-            "problems": problems, "warnings": warnings, "notes": notes,
+            "problems": problems, "read_errors": warnings, "notes": notes,
             "summary": summary(checked, cuda, problems, sm, major, label)}
 
 
