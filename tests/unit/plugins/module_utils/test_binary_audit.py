@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 import io
-import shutil
 import json
+import shutil
 import struct
 import subprocess
 import sys
