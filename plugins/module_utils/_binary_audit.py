@@ -397,7 +397,7 @@ def audit(files, sm, torch_cuda=None, torch_version=None, optional=DEFAULT_OPTIO
         if detail["message"]:
             details.append(detail)
         elif detail["errors"]:
-            warnings += [f"{rel}: {e}" for e in detail["errors"]]
+            warnings += [f"{rel} - {e}" for e in detail["errors"]]
         if detail["note"]:
             notes.append(detail["note"])
     problems = [d["message"] for d in details]

@@ -10,8 +10,8 @@ module: cuda_binary_audit
 short_description: Check that the compiled CUDA extensions of a Python venv can run on this host's GPUs
 description:
   - Reads every ELF shared object under a venv's site-packages in pure Python (no C(readelf), no C(cuobjdump),
-    nothing imported): the CUDA libraries it links (C(DT_NEEDED) C(libcudart.so.N), C(libnvrtc.so.N),
-    C(libcublas.so.N), ...) and the device code of its CUDA fat binary (the C(.nv_fatbin) section: SASS
+    nothing imported), for the CUDA libraries it links (C(DT_NEEDED) C(libcudart.so.N), C(libnvrtc.so.N),
+    C(libcublas.so.N), ...) and the device code of its CUDA fat binary (the C(.nv_fatbin) section, SASS
     architectures and PTX versions, from the headers only; files are read with seeks, never whole).
   - A file is a problem when it links a CUDA library of another major version than the CUDA torch brings
     (it cannot be loaded next to torch), or when it carries device code but none that runs on the GPU of
@@ -19,7 +19,7 @@ description:
     which the driver compiles at load).
   - Files without a fat binary and without CUDA libraries are fine. The driver (C(libcuda.so.1)) and
     libraries with their own version lines (C(libnccl), C(libcudnn), C(libcurand), ...) are not compared.
-  - The verdict is per file: a file passes when any of its code runs on the GPU (real extensions hold
+  - The verdict is per file; a file passes when any of its code runs on the GPU (real extensions hold
     kernels for newer GPUs only next to kernels for all of them).
 author:
   - volta.serving contributors (@volta-serving)
@@ -137,7 +137,7 @@ notes:
   elements: str
   returned: always
 read_errors:
-  description: Fat-binary data that could not be read in files that are otherwise fine, C(path: what).
+  description: Fat-binary data that could not be read in files that are otherwise fine, one C(<path> - <what>) each.
   type: list
   elements: str
   returned: always

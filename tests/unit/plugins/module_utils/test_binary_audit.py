@@ -226,7 +226,7 @@ def test_damaged_fat_binary_is_reported_not_raised(stubs, tmp_path, blob, error)
     build(stubs, tmp_path / "x.so", needed=["libcudart.so.12"], blob=blob)
     result = audit([("x.so", str(tmp_path / "x.so"))], 70, *TORCH)
     assert result["ok"] is True and result["read_errors"] and error in result["read_errors"][0]
-    assert result["read_errors"][0].startswith("x.so: fat binary: ")
+    assert result["read_errors"][0].startswith("x.so - fat binary: ")
 
 
 @needs_gcc
