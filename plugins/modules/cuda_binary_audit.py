@@ -70,6 +70,7 @@ attributes:
     description: The module only reads; it runs the same in check mode.
   diff_mode:
     support: none
+    description: Nothing is changed, so there is no diff.
 notes:
   - Fat-binary layout (container and entry headers) as measured on the real C(vllm/_C.abi3.so) of vLLM 0.21.0 and
     0.19.1 and C(libtorch_cuda.so) of torch 2.11.0. Data that cannot be read is reported in RV(read_errors).

@@ -285,8 +285,8 @@ def test_find_files_globs_and_links(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     (tmp_path / "a" / "link.so").symlink_to(tmp_path / "a" / "x.so")
-    assert [r for r, _ in find_files([str(tmp_path)])] == ["a/lib.so.12", "a/link.so", "a/b/y.so"]
-    assert [r for r, _ in find_files([str(tmp_path)], ["a/b/*"])] == ["a/b/y.so"]
+    assert [pair[0] for pair in find_files([str(tmp_path)])] == ["a/lib.so.12", "a/link.so", "a/b/y.so"]
+    assert [pair[0] for pair in find_files([str(tmp_path)], ["a/b/*"])] == ["a/b/y.so"]
     assert find_files([str(tmp_path), str(tmp_path)], ["*.txt"]) == [("a/readme.txt", str(tmp_path / "a/readme.txt"))]
 
 
