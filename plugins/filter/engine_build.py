@@ -7,7 +7,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible_collections.volta.serving.plugins.module_utils import _engine_build as logic
 
-_PLAN_KEYS = ("engine", "version", "torch_version", "torch_cuda", "cuda_version", "compute_capability",
+_PLAN_KEYS = ("engine", "version", "torch_version", "torch_cuda", "compute_capability",
               "python", "vcpus", "memory_mb", "job_memory_mb")
 
 

@@ -297,11 +297,17 @@ def _soname_text(soname, majors):
     return f"{soname} (CUDA {' or '.join(str(m) for m in majors)})"
 
 
-def judge(rel, report, sm, torch_major, torch_label, optional=False):
+def _sass_text(sass, ptx):
+    return " ".join([f"sm_{s}" for s in sass] + [f"compute_{p}" for p in ptx]) or "none"
+
+
+def judge(rel, report, sm, torch_major, torch_label, optional=False, require_sass=False):
     """The verdict on one inspected file: a detail dict, with ``message`` set when it is a problem.
 
     For an *optional* file (one loaded only on GPUs it has code for) missing device code goes to
-    ``note`` instead; a CUDA library of the wrong major is a problem everywhere.
+    ``note`` instead; a CUDA library of the wrong major is a problem everywhere. A *require_sass*
+    file must carry SASS for the GPU: PTX alone (JIT-compiled from an older SM) means it was not
+    built for this GPU.
     """
     cuda = {n: list(cuda_majors(n)) for n in report["needed"] if cuda_majors(n)}
     sass = sorted({s for c in report["containers"] for s in c[0]})
@@ -322,6 +328,8 @@ def judge(rel, report, sm, torch_major, torch_label, optional=False):
         detail["note"] = f"{rel} has no code for sm_{sm} (lowest {_lowest(sass, ptx)}): optional, not loaded on it"
     elif ok_code is False:
         parts.append(f"has no code for sm_{sm} (lowest {_lowest(sass, ptx)})")
+    elif require_sass and not runnable(sass, (), sm):
+        parts.append(f"was not built for sm_{sm}: no SASS for it (it has {_sass_text(sass, ptx)})")
     if report.get("broken"):
         parts.append(f"cannot be read ({report['errors'][-1]})")
     if parts:
@@ -379,10 +387,12 @@ def find_files(site_dirs, include=None):
     return out
 
 
-def audit(files, sm, torch_cuda=None, torch_version=None, optional=DEFAULT_OPTIONAL):
+def audit(files, sm, torch_cuda=None, torch_version=None, optional=DEFAULT_OPTIONAL, require_sass=()):
     """Audit *files* (``(rel, path)`` pairs) for GPU *sm* and torch's CUDA version; the module's result.
 
     *optional*: fnmatch globs of files loaded only on GPUs they have code for (see judge()).
+    *require_sass*: fnmatch globs of files that must carry SASS for the GPU (an extension built here
+    for it, which PTX of an older SM does not replace).
     """
     major = cuda_major(torch_cuda)
     label = torch_label(torch_version, torch_cuda)
@@ -392,7 +402,8 @@ def audit(files, sm, torch_cuda=None, torch_version=None, optional=DEFAULT_OPTIO
         if not report["elf"]:
             continue
         checked += 1
-        detail = judge(rel, report, sm, major, label, any(fnmatch.fnmatch(rel, p) for p in optional))
+        detail = judge(rel, report, sm, major, label, any(fnmatch.fnmatch(rel, p) for p in optional),
+                       any(fnmatch.fnmatch(rel, p) for p in require_sass))
         cuda += bool(detail["cuda_needed"] or detail["containers"])
         if detail["message"]:
             details.append(detail)

@@ -88,6 +88,31 @@ def build_jobs(vcpus, memory_mb, job_memory_mb, requested=0):
     )
 
 
+_CUDA_TAG_RE = re.compile(r"^cu(\d+)(\d)$")
+_CUDA_RELEASE_RE = re.compile(r"^\d+\.\d+$")
+
+
+def build_cuda(requested, torch_cuda):
+    """``(release, why)``: the CUDA toolkit vLLM is compiled with.
+
+    *requested* when given; else the release of torch's CUDA tag (``cu126`` -> ``12.6``), so that the
+    extensions are built by the CUDA torch was built with. It matters on Volta: vLLM 0.20.0 and later
+    keep 7.0 in their CMake ``CUDA_SUPPORTED_ARCHS`` only for nvcc older than 12.8, so a build with
+    the 12.8 toolkit has no sm_70 code (recorded from the real CMakeLists.txt of 0.19.1, 0.20.0, 0.20.2
+    and 0.21.0; tests/real/test_vllm_build_cuda.py reads it).
+    """
+    if requested not in (None, ""):
+        release = str(requested)
+        if not _CUDA_RELEASE_RE.match(release):
+            raise BuildPlanError(f"engine_vllm_build_cuda_version is {release!r}; expected a release such as 12.6")
+        return release, f"engine_vllm_build_cuda_version is {release}"
+    match = _CUDA_TAG_RE.match(str(torch_cuda))
+    if not match:
+        raise BuildPlanError(f"the torch CUDA tag is {torch_cuda!r}; expected cuXYZ such as cu126")
+    release = f"{match.group(1)}.{match.group(2)}"
+    return release, f"the CUDA of torch's {torch_cuda} build"
+
+
 def wheel_key(spec):
     """The cache key of a built wheel: one name per engine, version, torch, CUDA, arch list, Python and source."""
     arch = "_".join(a.replace(".", "") for a in str(spec["arch_list"]).replace(",", ";").split(";") if a)
@@ -108,10 +133,12 @@ def build_plan(spec):
     method, why = install_method(spec.get("method", "auto"), spec["compute_capability"])
     arch = arch_list(spec["compute_capability"])
     jobs, jobs_why = build_jobs(spec["vcpus"], spec["memory_mb"], spec["job_memory_mb"], spec.get("jobs", 0))
-    key = wheel_key(dict(spec, arch_list=arch))
+    cuda, cuda_why = build_cuda(spec.get("cuda_version"), spec["torch_cuda"])
+    key = wheel_key(dict(spec, arch_list=arch, cuda_version=cuda))
     return {
         "method": method, "why": why, "arch_list": arch, "max_jobs": jobs, "max_jobs_why": jobs_why,
-        "key": key, "python_tag": python_tag(spec["python"]),
+        "key": key, "python_tag": python_tag(spec["python"]), "cuda_version": cuda, "cuda_why": cuda_why,
+        "cuda_home": f"/usr/local/cuda-{cuda}",
     }
 
 

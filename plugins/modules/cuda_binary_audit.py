@@ -60,6 +60,15 @@ options:
     type: list
     elements: str
     default: ['vllm/vllm_flash_attn/*', 'vllm/_flashmla*']
+  require_sass:
+    description:
+      - Globs of files that must carry SASS for this GPU (same major, minor at or below it); PTX of an older SM,
+        which the driver would JIT-compile, is a problem for them.
+      - For extensions built on this host for its GPUs, where only PTX means the build left the GPU out (vLLM
+        0.20.0 and later compile for 7.0 only with nvcc older than 12.8).
+    type: list
+    elements: str
+    default: []
   fail_on_problems:
     description: Fail with the summary and every problem when there is any.
     type: bool
@@ -92,6 +101,12 @@ EXAMPLES = r"""
     torch_cuda: "12.6"
     include: [vllm/_C.abi3.so]
     fail_on_problems: false
+
+- name: An install built here for the GPU - its own kernels must carry SASS for it
+  volta.serving.cuda_binary_audit:
+    python: /opt/volta/engines/vllm/vllm-0.21.0-cu126/venv/bin/python
+    compute_capability: "7.0"
+    require_sass: ["vllm/_C*.so", "vllm/_moe_C*.so"]
 """
 
 RETURN = r"""
@@ -214,6 +229,7 @@ def main():
             torch_cuda=dict(type="str"),
             include=dict(type="list", elements="str", default=list(DEFAULT_INCLUDE)),
             optional=dict(type="list", elements="str", default=list(DEFAULT_OPTIONAL)),
+            require_sass=dict(type="list", elements="str", default=[]),
             fail_on_problems=dict(type="bool", default=True),
         ),
         required_one_of=[("python", "site_packages")],
@@ -228,7 +244,7 @@ def main():
     try:
         sm = parse_sm(module.params["compute_capability"])
         result = audit(find_files(site_dirs, module.params["include"]), sm, torch_cuda, torch_version,
-                       module.params["optional"])
+                       module.params["optional"], module.params["require_sass"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     result.update(changed=False, site_packages=site_dirs)

@@ -14,7 +14,7 @@ def test_filters_are_registered():
 
 
 def test_build_plan_names_missing_inputs_and_bad_values():
-    with pytest.raises(AnsibleFilterError, match=r"missing .*cuda_version"):
+    with pytest.raises(AnsibleFilterError, match=r"missing .*torch_cuda"):
         plugin.engine_build_plan({"engine": "vllm"})
     spec = {"method": "binary", "compute_capability": "7.0", "engine": "vllm", "version": "0.21.0",
             "torch_version": "2.11.0", "torch_cuda": "cu126", "cuda_version": "12.8", "python": "python3.11",

@@ -295,3 +295,24 @@ def test_site_probe_names_the_interpreters_site_packages():
     dirs = json.loads(out)
     assert dirs and all(Path(d).is_dir() for d in dirs)
     assert any(Path(d, "ansible").is_dir() for d in dirs)
+
+
+REQUIRE_SASS = [
+    # containers of vllm/_C.abi3.so, problem when its SASS for the GPU is required
+    # vLLM 0.21.0 built with nvcc 12.8 for TORCH_CUDA_ARCH_LIST=7.0: CMake drops 7.0, only sm_52 code is left
+    ([((52,), (52,))], "vllm/_C.abi3.so was not built for sm_70: no SASS for it (it has sm_52 compute_52)"),
+    ([((), (70,))], "vllm/_C.abi3.so was not built for sm_70: no SASS for it (it has compute_70)"),
+    ([((70,), ())], None),
+    ([((75,), ()), ((70,), (70,))], None),
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("containers, message", REQUIRE_SASS)
+def test_require_sass_refuses_ptx_only_builds(stubs, tmp_path, containers, message):
+    site = tmp_path / "site"
+    build(stubs, site / "vllm" / "_C.abi3.so", containers, ["libcudart.so.12"])
+    required = audit(find_files([str(site)]), 70, *TORCH, require_sass=("vllm/_C*.so",))
+    assert required["problems"] == ([message] if message else [])
+    # The same file is runnable (PTX at or below sm_70 is JIT-compiled) when SASS is not required.
+    assert audit(find_files([str(site)]), 70, *TORCH)["ok"] is True

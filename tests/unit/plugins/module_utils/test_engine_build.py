@@ -101,3 +101,28 @@ def test_sdist_link_resolves_relative_links_and_reads_the_hash():
 def test_sdist_link_refuses_a_page_without_the_release():
     with pytest.raises(eb.BuildPlanError, match=r"lists no source distribution vllm-0.33.0.tar.gz .3 files listed."):
         eb.sdist_link(PAGE, "http://repo/simple/vllm/", "vllm", "0.33.0")
+
+
+@pytest.mark.parametrize("requested, torch_cuda, release, why", [
+    ("", "cu126", "12.6", "the CUDA of torch's cu126 build"),
+    (None, "cu128", "12.8", "the CUDA of torch's cu128 build"),
+    ("12.4", "cu126", "12.4", "engine_vllm_build_cuda_version is 12.4"),
+])
+def test_build_cuda_follows_torch_unless_given(requested, torch_cuda, release, why):
+    assert eb.build_cuda(requested, torch_cuda) == (release, why)
+
+
+@pytest.mark.parametrize("requested, torch_cuda, message", [
+    ("12", "cu126", "engine_vllm_build_cuda_version is '12'; expected a release such as 12.6"),
+    ("", "cpu", "the torch CUDA tag is 'cpu'; expected cuXYZ such as cu126"),
+])
+def test_build_cuda_refuses(requested, torch_cuda, message):
+    with pytest.raises(eb.BuildPlanError) as err:
+        eb.build_cuda(requested, torch_cuda)
+    assert str(err.value) == message
+
+
+def test_build_plan_defaults_to_torchs_cuda():
+    plan = eb.build_plan(dict(SPEC, cuda_version=""))
+    assert (plan["cuda_version"], plan["cuda_home"]) == ("12.6", "/usr/local/cuda-12.6")
+    assert plan["key"] == "vllm-0.21.0-torch2.11.0-cu126-cuda12.6-sm70-cp312"
