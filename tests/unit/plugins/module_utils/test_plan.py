@@ -272,6 +272,9 @@ INVALID = [
     ("torch-cu130", PCIE, [FLASH_NEXT_A],
      {"engine_versions": {**VERSIONS, "onecat": {"torch_version": "2.10.0", "torch_cuda": "cu130"}}},
      "torch-without-sm70", "error", None, "engine_onecat_torch_cuda", "cu130"),
+    ("torch-2.15-cu126-unknown", SXM2, [COMMAND_R],
+     {"engine_versions": {**VERSIONS, "vllm": {"torch_version": "2.15.0", "torch_cuda": "cu126"}}},
+     "torch-sm70-unknown", "warning", None, "engine_vllm_torch_cuda", "the binary audit after install decides"),
     # Memory.
     ("gpu-memory-zero", SXM2, [with_(COMMAND_R, gpu_memory_utilization=0)], {},
      "gpu-memory-utilization", "error", "command-r", "gpu_memory_utilization", "outside (0, 1]"),
