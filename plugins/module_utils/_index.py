@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read a distribution's core metadata before anything big is downloaded.
 
-Private to volta.serving; stdlib only (it runs on the managed host). Sources, cheapest first:
+Private to volta.serving; the Python standard library and ansible.module_utils.urls only (it runs on
+the managed host, proxies and CA certificates as Ansible's own downloads). Sources, cheapest first:
 
 - a PEP 503 simple index page: the pinned version's files. A wheel whose link carries PEP 658/714
   ``data-core-metadata`` (or the older ``data-dist-info-metadata``) has its METADATA at
@@ -23,11 +24,12 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.parse
-import urllib.request
 import zipfile
 from email.parser import HeaderParser
 from html.parser import HTMLParser
 
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+from ansible.module_utils.urls import open_url
 from ansible_collections.volta.serving.plugins.module_utils._pyreq import (
     RequirementError,
     Version,
@@ -52,18 +54,15 @@ class MetadataError(Exception):
 
 
 def _open(url, timeout, accept=None):
-    headers = {"User-Agent": USER_AGENT}
-    if accept:
-        headers["Accept"] = accept
-    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - http(s) and file URLs by design
+    headers = {"Accept": accept} if accept else {}
     try:
-        return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310
+        return open_url(url, headers=headers, timeout=timeout, http_agent=USER_AGENT)
     except urllib.error.HTTPError as exc:
         raise MetadataError(f"{url}: HTTP {exc.code} {exc.reason}") from exc
     except urllib.error.URLError as exc:
         what = "cannot read" if url.startswith("file:") else "cannot connect"
         raise MetadataError(f"{url}: {what} ({exc.reason})") from exc
-    except (OSError, ValueError) as exc:  # timeouts, bad URLs
+    except (OSError, ValueError, UrlsConnectionError) as exc:  # timeouts, TLS, bad URLs
         raise MetadataError(f"{url}: {exc or type(exc).__name__}") from exc
 
 

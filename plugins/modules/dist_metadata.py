@@ -11,13 +11,13 @@ short_description: Read a Python distribution's core metadata before anything bi
 description:
   - Reads the core metadata (C(Requires-Dist), C(Requires-Python)) of one pinned release, either from a PEP 503
     simple index (O(index_url)) or from a wheel or sdist file (O(src)). Read-only; the same in check mode.
-  - From an index, cheapest first: the PEP 658/714 metadata file C(<wheel url>.metadata) of a wheel whose link
+  - From an index, cheapest first, the PEP 658/714 metadata file C(<wheel url>.metadata) of a wheel whose link
     carries C(data-core-metadata) (or C(data-dist-info-metadata)); the same file where the index serves it without
     the attribute; else the sdist is downloaded (tens of MB, never a wheel) and its C(PKG-INFO) read.
   - With O(torch_version), compares the release's own torch requirement (vLLM pins C(torch==X) exactly) with the
     torch the caller installs, and the companions the release pins with O(companions); the disagreements come
     back in RV(problems) (the module does not fail on them).
-  - Python standard library only on the managed host.
+  - Python standard library and C(ansible.module_utils.urls) only on the managed host.
 author:
   - volta.serving contributors (@volta-serving)
 options:
@@ -60,7 +60,7 @@ options:
     type: str
     default: the CUDA tag
   companions:
-    description: The torch companions installed with it, C({torchvision: 0.26.0}); checked when O(torch_version) is.
+    description: "The torch companions installed with it, C({torchvision: 0.26.0}); checked when O(torch_version) is."
     type: dict
     default: {}
 attributes:

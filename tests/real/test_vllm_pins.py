@@ -54,8 +54,9 @@ def test_default_vllm_pin_matches_its_torch_requirement():
     assert _torch_pin(wheel) == defaults["engine_vllm_torch_version"], wheel.name
 
 
-@pytest.mark.parametrize(("version", "torch"), [(v, t) for v, t in VLLM_TORCH.items() if v in ("0.19.1", "0.21.0",
-                                                                                                 "0.33.0")])
+@pytest.mark.parametrize(
+    ("version", "torch"), [(v, t) for v, t in VLLM_TORCH.items() if v in ("0.19.1", "0.21.0", "0.33.0")]
+)
 def test_reader_gets_vllm_torch_pin_from_the_real_index(version, torch):
     meta = _read("vllm", version)
     # pep658 where the index advertises the metadata file (pypi.org); some mirrors serve the file

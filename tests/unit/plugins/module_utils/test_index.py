@@ -33,8 +33,8 @@ from ansible_collections.volta.serving.plugins.module_utils._index import (
     torch_problems,
 )
 
-VLLM_0191_REQUIRES = ["torch==2.10.0", "torchaudio==2.10.0", "torchvision==0.25.0", 'zentorch; extra == "zen"',
-                      "numba==0.61.2", "transformers>=4.56.0"]
+VLLM_0191_REQUIRES = ("torch==2.10.0", "torchaudio==2.10.0", "torchvision==0.25.0", 'zentorch; extra == "zen"',
+                      "numba==0.61.2", "transformers>=4.56.0")
 
 
 def metadata(name, version, requires=(), pyreq=None):
@@ -164,7 +164,7 @@ def test_pep658_advertised(served, attribute):
     meta = from_index(url + "/simple/", "vllm", "0.19.1", 5, "x86_64")
     assert meta["method"] == "pep658"
     assert meta["metadata_url"].endswith("/files/vllm-0.19.1-cp38-abi3-manylinux_2_31_x86_64.whl.metadata")
-    assert meta["requires_dist"] == VLLM_0191_REQUIRES
+    assert meta["requires_dist"] == list(VLLM_0191_REQUIRES)
     assert exact_pins(meta["requires_dist"]) == {"torch": "2.10.0", "torchaudio": "2.10.0",
                                                  "torchvision": "0.25.0", "numba": "0.61.2"}
 
@@ -193,7 +193,7 @@ def test_sdist_fallback_reads_the_top_pkg_info(served, monkeypatch):
     meta = from_index(url + "/simple", "vllm", "0.19.1", 5)
     assert meta["method"] == "sdist"
     assert meta["name"] == "vllm"
-    assert meta["requires_dist"] == VLLM_0191_REQUIRES
+    assert meta["requires_dist"] == list(VLLM_0191_REQUIRES)
     assert got == [url + "/files/vllm-0.19.1.tar.gz"]  # never the wheel
 
 
@@ -296,7 +296,7 @@ def test_from_file_errors_name_the_file(tmp_path, name, content, message):
         from_file(str(path), 5)
 
 
-META_0191 = {"name": "vllm", "version": "0.19.1", "requires_dist": VLLM_0191_REQUIRES}
+META_0191 = {"name": "vllm", "version": "0.19.1", "requires_dist": list(VLLM_0191_REQUIRES)}
 
 # The refusal the engine_upgrade scenario asserts (vLLM 0.19.1 on torch 2.11.0 cu126).
 MISMATCH_0191_ON_211 = (
