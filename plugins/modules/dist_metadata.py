@@ -69,6 +69,7 @@ attributes:
     description: Reads only; does the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is no diff.
 notes:
   - Proxies and CA certificates come from the managed host's environment (C(https_proxy), C(SSL_CERT_FILE)); set
     them with the task's C(environment).
