@@ -64,8 +64,27 @@ SM70_BELOW = (7, 5)
 FLASH_ATTENTION_MIN = (8, 0)  # FlashAttention 2/3 and FlashInfer: Ampere and newer
 LAST_VOLTA_DRIVER_BRANCH = 580
 FIRST_CUDA_WITHOUT_SM70 = 13
-# torch wheels without sm_70: cu128 from 2.11 on, every cu13x (facts section 3).
-TORCH_CU128_DROPS_SM70 = (2, 11)
+# Which official torch wheels carry sm_70 kernels, by (torch minor, CUDA tag of the PyTorch index):
+# recorded from PyTorch's "CUDA Support Matrix" (RELEASE.md) and the RFCs that changed it. A
+# combination not listed here is not known; the binary audit after install decides. Every cu13x
+# build lacks sm_70 (CUDA 13 cannot compile for Volta), whatever the torch release.
+TORCH_SM70_BUILDS = {
+    # pytorch/pytorch#147607 took sm_70 out of the cu128 build for 2.7.
+    (2, 7): {"cu126": True, "cu128": False},
+    # pytorch/pytorch#158126, #160269: Volta kept in the 12.8 and 12.9 builds of 2.8.
+    (2, 8): {"cu126": True, "cu128": True, "cu129": True},
+    # RELEASE.md matrix "For Release 2.9 and 2.10" (pytorch/pytorch#164471): 12.6 and 12.8 have Volta.
+    (2, 9): {"cu126": True, "cu128": True},
+    (2, 10): {"cu126": True, "cu128": True},
+    # pytorch/pytorch#172352 (RFC) and #175253: Volta dropped from the 12.8 build in 2.11.
+    (2, 11): {"cu126": True, "cu128": False},
+    # pytorch/pytorch#182849: 12.8 removed in 2.12; 12.6 (Legacy) keeps Volta.
+    (2, 12): {"cu126": True},
+    (2, 13): {"cu126": True},
+    # pytorch/pytorch#190355: 12.6 kept as Legacy in 2.14; #190385 proposes removing it in 2.15.
+    (2, 14): {"cu126": True},
+}
+TORCH_SM70_SOURCE = "PyTorch's CUDA support matrix (RELEASE.md) and RFCs pytorch/pytorch#157517, #172352, #190385"
 
 # vLLM 0.21.0's scheduler defaults for `vllm serve` on CUDA, read from the real release
 # (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults and
@@ -117,6 +136,7 @@ RULES = {
     "driver-branch-above-580": (ERROR, False, "an NVIDIA driver branch newer than 580 on SM70"),
     "driver-open-modules": (ERROR, False, "the open NVIDIA kernel modules on SM70"),
     "torch-without-sm70": (ERROR, False, "a torch build without sm_70 kernels"),
+    "torch-sm70-unknown": (WARNING, False, "a torch build not known to have (or lack) sm_70 kernels"),
     "nvfp4-moe-tp": (ERROR, True, "NVFP4 MoE on 1Cat-vLLM with TP outside 1, 2, 4 or with EP/DP (unverified)"),
     "qwen-linear-pp": (ERROR, True, "pipeline parallelism for a Qwen GDN/QSA model (unverified)"),
     "qwen-fp8-kv-mtp": (ERROR, False, "FP8 KV cache together with MTP on a Qwen GDN/QSA model"),
@@ -927,10 +947,23 @@ def check_ports(instances, ctx):
 
 
 def check_software(instances, ctx):
-    host, cc = ctx["host"], ctx["cc"]
-    out = []
-    if not below(cc, SM70_BELOW):
-        return out
+    """Host-wide software rules on SM70: driver, CUDA toolkit, the engines' torch builds, headers."""
+    if not below(ctx["cc"], SM70_BELOW):
+        return []
+    return (
+        _check_driver(ctx)
+        + _check_cuda_toolkit(ctx)
+        + [item for engine in _vllm_engines(instances) for item in _check_torch_build(engine, ctx)]
+        + _check_build_packages(instances, ctx)
+    )
+
+
+def _vllm_engines(instances):
+    return sorted({inst["engine"] for inst in instances if inst["engine"] in VLLM_ENGINES})
+
+
+def _check_driver(ctx):
+    host, out = ctx["host"], []
     branch = parse_version(ctx["driver_branch"])
     if branch is None:
         out.append(
@@ -956,8 +989,13 @@ def check_software(instances, ctx):
                 'set nvidia_driver_branch: "580".',
             )
         )
-    if str(ctx["driver_kernel_module"]) == "open":
-        out.append(
+    return out + _check_kernel_module(ctx)
+
+
+def _check_kernel_module(ctx):
+    host, module = ctx["host"], str(ctx["driver_kernel_module"])
+    if module == "open":
+        return [
             finding(
                 "driver-open-modules",
                 host,
@@ -967,9 +1005,9 @@ def check_software(instances, ctx):
                 "the open NVIDIA kernel modules support Turing and newer only.",
                 "set nvidia_driver_kernel_module: proprietary.",
             )
-        )
-    elif str(ctx["driver_kernel_module"]) != "proprietary":
-        out.append(
+        ]
+    if module != "proprietary":
+        return [
             finding(
                 "unknown-value",
                 host,
@@ -979,10 +1017,15 @@ def check_software(instances, ctx):
                 "the driver role installs one of the two.",
                 "set nvidia_driver_kernel_module: proprietary.",
             )
-        )
+        ]
+    return []
+
+
+def _check_cuda_toolkit(ctx):
+    host = ctx["host"]
     cuda = parse_version(ctx["cuda_version"])
     if cuda is None:
-        out.append(
+        return [
             finding(
                 "invalid-value",
                 host,
@@ -992,9 +1035,9 @@ def check_software(instances, ctx):
                 "the rules compare it with 13, the first CUDA without SM70.",
                 'set cuda_toolkit_version: "12.8".',
             )
-        )
-    elif cuda[0] >= FIRST_CUDA_WITHOUT_SM70:
-        out.append(
+        ]
+    if cuda[0] >= FIRST_CUDA_WITHOUT_SM70:
+        return [
             finding(
                 "cuda-13-on-sm70",
                 host,
@@ -1005,54 +1048,106 @@ def check_software(instances, ctx):
                 "'compute_70'); Triton, llama.cpp and the patches need it.",
                 'set cuda_toolkit_version: "12.8".',
             )
-        )
-    for engine in sorted({inst["engine"] for inst in instances if inst["engine"] in VLLM_ENGINES}):
-        versions = ctx["engine_versions"].get(engine, {})
-        torch, tag = versions.get("torch_version"), versions.get("torch_cuda")
-        torch_v, cuda_tag = parse_version(torch), parse_cuda_tag(tag)
-        if torch_v is None or cuda_tag is None:
-            out.append(
-                finding(
-                    "invalid-value",
-                    host,
-                    None,
-                    f"engine_{engine}_torch_cuda" if cuda_tag is None else f"engine_{engine}_torch_version",
-                    f"torch {torch!r} / CUDA tag {tag!r} for {engine} cannot be read.",
-                    "the rules need both to know whether the wheel has sm_70 kernels.",
-                    f"set engine_{engine}_torch_version (e.g. 2.11.0) and engine_{engine}_torch_cuda (e.g. cu126).",
-                )
+        ]
+    return []
+
+
+def torch_keeps_sm70(torch_version, cuda_tag):
+    """Whether the official torch *torch_version* wheels of index *cuda_tag* carry sm_70 kernels.
+
+    ``True`` or ``False`` where recorded (``TORCH_SM70_BUILDS``; every cu13x is ``False``), ``None``
+    where not known (or either value is unreadable).
+    """
+    torch_v, tag = parse_version(torch_version), parse_cuda_tag(cuda_tag)
+    if torch_v is None or tag is None:
+        return None
+    if tag[0] >= FIRST_CUDA_WITHOUT_SM70:
+        return False
+    return TORCH_SM70_BUILDS.get(torch_v[:2], {}).get(f"cu{tag[0]}{tag[1]}")
+
+
+def sm70_cuda_tags(torch_version):
+    """The CUDA tags whose wheels of *torch_version* are recorded to keep sm_70 (``[]`` when none)."""
+    torch_v = parse_version(torch_version)
+    builds = TORCH_SM70_BUILDS.get(torch_v[:2] if torch_v else None, {})
+    return sorted(tag for tag, keeps in builds.items() if keeps)
+
+
+def _sm70_alternatives(engine, torch):
+    tags = sm70_cuda_tags(torch)
+    if tags:
+        return f"use a build of torch {torch} that keeps sm_70 (engine_{engine}_torch_cuda: {' or '.join(tags)})"
+    return f"use the cu126 build (engine_{engine}_torch_cuda: cu126), which keeps Volta through 2.14"
+
+
+def _check_torch_build(engine, ctx):
+    host = ctx["host"]
+    versions = ctx["engine_versions"].get(engine, {})
+    torch, tag = versions.get("torch_version"), versions.get("torch_cuda")
+    torch_v, cuda_tag = parse_version(torch), parse_cuda_tag(tag)
+    if torch_v is None or cuda_tag is None:
+        return [
+            finding(
+                "invalid-value",
+                host,
+                None,
+                f"engine_{engine}_torch_cuda" if cuda_tag is None else f"engine_{engine}_torch_version",
+                f"torch {torch!r} / CUDA tag {tag!r} for {engine} cannot be read.",
+                "the rules need both to know whether the wheel has sm_70 kernels.",
+                f"set engine_{engine}_torch_version (e.g. 2.11.0) and engine_{engine}_torch_cuda (e.g. cu126).",
             )
-            continue
-        if cuda_tag[0] >= FIRST_CUDA_WITHOUT_SM70 or (cuda_tag >= (12, 8) and torch_v[:2] >= TORCH_CU128_DROPS_SM70):
-            out.append(
-                finding(
-                    "torch-without-sm70",
-                    host,
-                    None,
-                    f"engine_{engine}_torch_cuda",
-                    f"torch {torch}+{tag} for {engine} has no sm_70 kernels.",
-                    "torch 2.11 dropped sm_70 from its cu128 wheels and the cu13x builds never had it "
-                    "(arch list starts at sm_75); CUDA kernels fail with 'no kernel image is available'.",
-                    f"use the cu126 build (engine_{engine}_torch_cuda: cu126), which keeps Volta through 2.14, "
-                    "or torch 2.10 with cu128 (1Cat-vLLM).",
-                )
+        ]
+    keeps = torch_keeps_sm70(torch, tag)
+    if keeps is False:
+        return [
+            finding(
+                "torch-without-sm70",
+                host,
+                None,
+                f"engine_{engine}_torch_cuda",
+                f"torch {torch}+{tag} for {engine} has no sm_70 kernels.",
+                f"PyTorch builds its torch {torch_v[0]}.{torch_v[1]} {tag} wheels without Volta (arch list starts "
+                f"at sm_75; recorded from {TORCH_SM70_SOURCE}); CUDA kernels fail with "
+                "'no kernel image is available'.",
+                f"{_sm70_alternatives(engine, torch)}, or torch 2.10 with cu128 (1Cat-vLLM).",
             )
+        ]
+    if keeps is None:
+        return [
+            finding(
+                "torch-sm70-unknown",
+                host,
+                None,
+                f"engine_{engine}_torch_cuda",
+                f"whether torch {torch}+{tag} for {engine} has sm_70 kernels is not known; "
+                "the binary audit after install decides.",
+                f"volta.serving records which torch builds keep sm_70 from {TORCH_SM70_SOURCE}, "
+                f"and torch {torch_v[0]}.{torch_v[1]} {tag} is not among them.",
+                f"{_sm70_alternatives(engine, torch)}; or keep it and let the smoke test's arch check and "
+                "binary audit refuse the install if sm_70 is missing.",
+            )
+        ]
+    return []
+
+
+def _check_build_packages(instances, ctx):
     packages = ctx["build_packages"]
-    if packages is not None and instances:
-        if not any(re.match(r"^python3(\.\d+)?-dev$", str(p)) for p in packages):
-            out.append(
-                finding(
-                    "python-headers",
-                    host,
-                    None,
-                    "engine_build_packages",
-                    f"engine_build_packages {list(packages)} has no python3.X-dev package.",
-                    "Triton JIT-compiles a helper on first start and fails with 'Python.h: No such file "
-                    "or directory' without the headers.",
-                    "add python3.12-dev (the engine's Python), build-essential and ninja-build.",
-                )
-            )
-    return out
+    if packages is None or not instances:
+        return []
+    if any(re.match(r"^python3(\.\d+)?-dev$", str(p)) for p in packages):
+        return []
+    return [
+        finding(
+            "python-headers",
+            ctx["host"],
+            None,
+            "engine_build_packages",
+            f"engine_build_packages {list(packages)} has no python3.X-dev package.",
+            "Triton JIT-compiles a helper on first start and fails with 'Python.h: No such file "
+            "or directory' without the headers.",
+            "add python3.12-dev (the engine's Python), build-essential and ninja-build.",
+        )
+    ]
 
 
 def check_ram(instances, ctx):

@@ -283,6 +283,9 @@ INVALID = [
      "partial-prefill", "error", "command-r", "extra_args", "Chunked prefill must be enabled"),
     ("chunked-prefill-switch-with-value", PCIE, [with_(FLASH_NEXT_A, extra_args=["--enable-chunked-prefill=false"])],
      {}, "invalid-value", "error", "flash-next-a", "extra_args", "ignored explicit argument"),
+    ("torch-2.15-cu126-unknown", SXM2, [COMMAND_R],
+     {"engine_versions": {**VERSIONS, "vllm": {"torch_version": "2.15.0", "torch_cuda": "cu126"}}},
+     "torch-sm70-unknown", "warning", None, "engine_vllm_torch_cuda", "the binary audit after install decides"),
     # Memory.
     ("gpu-memory-zero", SXM2, [with_(COMMAND_R, gpu_memory_utilization=0)], {},
      "gpu-memory-utilization", "error", "command-r", "gpu_memory_utilization", "outside (0, 1]"),
