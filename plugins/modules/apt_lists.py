@@ -16,8 +16,8 @@ description:
     has no candidate, or when the lists are older than O(cache_valid_time). A cache age alone cannot tell that a
     freshly built image has empty lists, or that a repository was added after the last refresh.
   - C(apt-get update) does not wait for another apt or dpkg (C(DPkg::Lock::Timeout) covers only the dpkg lock of an
-    install): while another process holds the lists lock the module retries, up to O(lock_timeout) seconds, and
-    warns how long it waited and for which process.
+    install), so while another process holds the lists lock the module retries, up to O(lock_timeout) seconds,
+    and warns how long it waited and for which process.
   - After a refresh the module touches C(/var/lib/apt/periodic/update-success-stamp), the stamp
     M(ansible.builtin.apt) reads for its C(cache_valid_time).
   - The lists are a cache, not configuration, so a refresh reports no change; RV(refreshed) says whether one ran.
