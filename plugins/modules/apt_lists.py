@@ -57,6 +57,7 @@ attributes:
       the lists as they are.
   diff_mode:
     support: none
+    description: The package lists are a cache; there is no file to show.
 notes:
   - Runs C(apt-get) and C(apt-cache) with C(LC_ALL=C).
 seealso:
