@@ -50,6 +50,7 @@ demo: lab
 demo-clean: setup
 	@tests/lab/demo down
 	@$(BIN)/python tests/lab/labctl down
+	@tests/lab/demo engine
 
 clean: demo-clean
 	rm -rf tests/lab/.build .cache $(VENV)

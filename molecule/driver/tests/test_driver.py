@@ -140,3 +140,10 @@ def test_apt_sources(host, expected):
         assert "volta-lab-repo:8080/cuda/debian12/x86_64" in policy
     else:
         assert not source.exists
+
+
+def test_role_refreshed_the_fresh_but_empty_lists(host):
+    # prepare.yml emptied the lists, made them look just refreshed and removed this stamp; only
+    # volta.serving.apt_lists' refresh (the driver had no candidate) writes it again.
+    assert host.file("/var/lib/apt/periodic/update-success-stamp").exists
+    assert "Candidate: 580." in host.check_output("LC_ALL=C apt-cache policy nvidia-driver-580-server")

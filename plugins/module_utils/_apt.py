@@ -1,0 +1,220 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""apt's package lists: when to refresh them, and what ``apt-cache policy`` says about packages.
+
+Pure Python, no Ansible imports, so unit tests import it directly. Private to the collection
+(leading underscore): no compatibility promise outside volta.serving.
+
+Why not only a cache age: a freshly built image has an empty ``/var/lib/apt/lists`` with a recent
+mtime, and a host whose repository was added a minute ago has fresh lists without it. Both look
+"fresh" to ``cache_valid_time`` while apt knows nothing of the packages wanted. The lists are
+refreshed when any of these holds: the sources changed in this run, a sources, keyring or
+preferences file is newer than the lists, a wanted package has no candidate, or the lists are
+older than the cache time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import os
+import re
+import struct
+
+ETC_APT = "/etc/apt"
+LISTS_DIR = "/var/lib/apt/lists"
+# Touched by Ubuntu's APT::Update::Post-Invoke-Success hook and read by ansible.builtin.apt's
+# cache_valid_time; touched here after every refresh, so that both agree on the lists' age.
+STAMP = "/var/lib/apt/periodic/update-success-stamp"
+# The locks apt and dpkg take; apt-get update waits on none of them (DPkg::Lock::Timeout covers
+# only the dpkg frontend lock of install/remove), so the module retries while one is held.
+LOCKS = (
+    "/var/lib/apt/lists/lock",
+    "/var/lib/dpkg/lock-frontend",
+    "/var/lib/dpkg/lock",
+    "/var/cache/apt/archives/lock",
+)
+
+_HEADER_RE = re.compile(r"^(\S+):$")
+_FIELD_RE = re.compile(r"^  (Installed|Candidate): (\S+)$")
+# Version-table rows: "     580.95.05-0ubuntu0.24.04.1 500" (" *** " marks the installed one;
+# Ubuntu may append "(phased 10%)"); origin rows are indented further.
+_VERSION_RE = re.compile(r"^ (?:\*\*\*|   ) (\S+) (-?\d+)(?: .*)?$")
+_ORIGIN_RE = re.compile(r"^ {8}-?\d+ (.+)$")
+# "Package files:" rows of `apt-cache policy` without arguments.
+_PACKAGE_FILE_RE = re.compile(r"^ -?\d+ (\S+)(.*?)\s*Packages$")
+_SIGNED_BY_RE = re.compile(r"(?:^Signed-By:\s*|signed-by=)(/[^\s\]]+)", re.IGNORECASE | re.MULTILINE)
+_LOCK_ERRORS = ("Could not get lock", "Unable to lock directory", "Unable to acquire the dpkg frontend lock")
+
+
+def parse_policy(text):
+    """``apt-cache policy NAME...`` output -> {name: {installed, candidate, versions, origins}}.
+
+    ``installed`` and ``candidate`` are None for "(none)"; ``versions`` lists the version table
+    newest first; ``origins`` the repositories that offer any of them. A package apt does not know
+    at all is simply absent (apt-cache prints nothing for it).
+    """
+    packages, current = {}, None
+    for line in text.splitlines():
+        header = _HEADER_RE.match(line)
+        if header:
+            current = packages.setdefault(header.group(1), {
+                "installed": None, "candidate": None, "versions": [], "origins": []})
+            continue
+        if current is None:
+            continue
+        field = _FIELD_RE.match(line)
+        version = _VERSION_RE.match(line)
+        origin = _ORIGIN_RE.match(line)
+        if field:
+            value = field.group(2)
+            current[field.group(1).lower()] = None if value == "(none)" else value
+        elif version:
+            if version.group(1) not in current["versions"]:
+                current["versions"].append(version.group(1))
+        elif origin and origin.group(1) != "/var/lib/dpkg/status":
+            if origin.group(1) not in current["origins"]:
+                current["origins"].append(origin.group(1))
+    return packages
+
+
+def parse_package_files(text):
+    """The repositories of ``apt-cache policy`` (no arguments): "URL suite/component arch" each."""
+    found = []
+    for line in text.splitlines():
+        match = _PACKAGE_FILE_RE.match(line)
+        if match and match.group(1) != "/var/lib/dpkg/status":
+            entry = " ".join((match.group(1) + match.group(2)).split())
+            if entry not in found:
+                found.append(entry)
+    return found
+
+
+def pick_version(info, wanted):
+    """The version of one package to install, or "" when there is none.
+
+    *info* is one entry of :func:`parse_policy` (None when apt does not know the package).
+    wanted "" keeps the installed version, else takes the candidate. A wanted upstream version
+    (580.95.05) or Debian version (580.95.05-0ubuntu0.24.04.1) takes the first available or
+    installed version equal to it or starting with it followed by "-".
+    """
+    info = info or {}
+    installed = info.get("installed") or ""
+    if not wanted:
+        return installed or info.get("candidate") or ""
+    pattern = re.compile(re.escape(wanted) + r"(-|$)")
+    for version in [*info.get("versions", []), installed]:
+        if version and pattern.match(version):
+            return version
+    return ""
+
+
+def signed_by_paths(text):
+    """Keyring files named by Signed-By (deb822) or [signed-by=...] (one-line) in a sources file."""
+    return _SIGNED_BY_RE.findall(text)
+
+
+def source_files(etc_apt=ETC_APT):
+    """Every file that decides what apt can see: sources, their keyrings, trusted keys, preferences."""
+    paths = [os.path.join(etc_apt, "sources.list"), os.path.join(etc_apt, "trusted.gpg"),
+             os.path.join(etc_apt, "preferences")]
+    for pattern in ("sources.list.d/*.list", "sources.list.d/*.sources", "trusted.gpg.d/*", "preferences.d/*"):
+        paths.extend(sorted(glob.glob(os.path.join(etc_apt, pattern))))
+    keyrings = []
+    for path in paths:
+        if path.endswith((".list", ".sources")) and os.path.isfile(path):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    keyrings.extend(signed_by_paths(handle.read()))
+            except OSError:
+                continue
+    return [p for p in dict.fromkeys(paths + keyrings) if os.path.exists(p)]
+
+
+def changed_at(path):
+    """When a file last changed: the later of mtime and ctime (dpkg and tar keep a package's old
+    mtime, but the inode change time is when the file arrived on this host)."""
+    st = os.stat(path)
+    return max(st.st_mtime, st.st_ctime)
+
+
+def newest_source(paths):
+    """(path, time) of the most recently changed of *paths*; (None, 0.0) for none."""
+    best = (None, 0.0)
+    for path in paths:
+        try:
+            when = changed_at(path)
+        except OSError:
+            continue
+        if when > best[1]:
+            best = (path, when)
+    return best
+
+
+def lists_time(lists_dir=LISTS_DIR, stamp=STAMP):
+    """When the package lists were last refreshed: the later of the lists directory's mtime and the stamp."""
+    times = [0.0]
+    for path in (lists_dir, stamp):
+        try:
+            times.append(os.stat(path).st_mtime)
+        except OSError:
+            continue
+    return max(times)
+
+
+def refresh_reasons(*, sources_changed, newest, lists_at, now, cache_valid_time, unknown):
+    """Why the lists must be refreshed (empty: they need not be).
+
+    newest: (path, time) from :func:`newest_source`; lists_at: :func:`lists_time`; unknown: the
+    wanted packages without a candidate.
+    """
+    reasons = []
+    if sources_changed:
+        reasons.append("the apt sources changed in this run")
+    if newest[0] is not None and newest[1] > lists_at:
+        reasons.append(f"{newest[0]} is newer than the package lists")
+    if unknown:
+        reasons.append(f"apt has no candidate for {', '.join(unknown)}")
+    age = now - lists_at
+    if age > cache_valid_time:
+        reasons.append(f"the package lists are older than cache_valid_time ({_age(age)} > {cache_valid_time} s)")
+    return reasons
+
+
+def _age(seconds):
+    return "never refreshed" if seconds > 10 * 365 * 86400 else f"{int(seconds)} s"
+
+
+def is_lock_error(text):
+    """Whether apt failed only because another apt or dpkg holds one of its locks."""
+    return any(marker in text for marker in _LOCK_ERRORS)
+
+
+def lock_holder(paths=LOCKS):
+    """"PID (command)" of a process that holds one of apt's or dpkg's locks; None when all are free.
+
+    Asks the kernel (F_GETLK) without taking any lock, so it never gets in the other apt's way.
+    """
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+            answer = struct.unpack("hhqqi4x", fcntl.fcntl(fd, fcntl.F_GETLK, query))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if answer[0] != fcntl.F_UNLCK:
+            return f"{answer[4]} ({_command(answer[4])}) on {path}"
+    return None
+
+
+def _command(pid):
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError:
+        return "unknown"
