@@ -14,17 +14,15 @@ here. Without a reachable index ``unavailable()`` raises :class:`Offline`, or sk
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from ansible_collections.volta.serving.plugins.module_utils import _index
 
 CACHE = Path(os.environ.get("VOLTA_REAL_CACHE") or Path.home() / ".cache" / "volta-serving" / "real")
 
@@ -54,15 +52,15 @@ def _locked(name):
         yield
 
 
-def _pip(args, *, timeout=1800):
-    cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+def run(cmd, what, *, timeout=2400):
+    """Run *cmd* (a download or an install from the index); a failure or a time-out is :func:`unavailable`."""
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:
-        unavailable(f"pip {' '.join(args[:4])} did not finish in {timeout} s")
+        unavailable(f"{what}: did not finish in {timeout} s")
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout or "").strip().splitlines()
-        unavailable(f"pip {' '.join(args)} failed: {lines[-1] if lines else 'exit ' + str(proc.returncode)}")
+        unavailable(f"{what} failed: {lines[-1] if lines else 'exit ' + str(proc.returncode)}")
     return proc
 
 
@@ -83,35 +81,25 @@ def index_url():
     return url.rstrip("/")
 
 
-def _get(url, accept=None, timeout=300):
-    if not url.startswith(("https://", "http://")):
-        raise ValueError(f"{url}: only an http(s) index is read here")
-    request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})  # noqa: S310  http(s) only
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310  http(s) only
-            return response.read()
-    except (OSError, urllib.error.URLError) as exc:
-        unavailable(f"{url}: {exc}")
-
-
 def _fetch_sdist(project, version, dest):
-    """Download the sdist the index lists (PEP 691 JSON page) and check the index's sha256.
+    """Download the sdist the index's project page lists, checked against the page's sha256.
 
     pip is not used for sdists: ``pip download`` builds an sdist's metadata, and vLLM's needs its
-    build requirements (a CUDA torch).
+    build requirements (a CUDA torch). The page is read with the collection's own index reader
+    (``module_utils/_index.py``, what the engine role's ``dist_metadata`` uses).
     """
-    page = json.loads(_get(f"{index_url()}/{project}/", "application/vnd.pypi.simple.v1+json", 60))
-    wanted = f"{project}-{version}.tar.gz"
-    entry = next((f for f in page.get("files", []) if f.get("filename") == wanted), None)
-    if entry is None:
-        unavailable(f"the index lists no {wanted}")
-    data = _get(entry["url"])
-    if hashlib.sha256(data).hexdigest() != entry["hashes"]["sha256"]:
-        raise AssertionError(f"{wanted}: sha256 differs from the index's")
-    with tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp:
-        tmp.write(data)
-    final = dest / wanted
-    os.replace(tmp.name, final)
+    page_url = _index.project_page_url(index_url(), project)
+    try:
+        html = _index.read_url(page_url, 60, accept="text/html").decode("utf-8", "replace")
+        _wheels, sdists = _index.release_files(_index.parse_project_page(html, page_url), project, version)
+        if not sdists:
+            unavailable(f"{page_url} lists no sdist of {project} {version}")
+        with tempfile.TemporaryDirectory(dir=dest) as tmp:
+            got = _index.download(sdists[0]["url"], tmp, 600, limit=1 << 30, sha256=sdists[0]["sha256"])
+            final = dest / os.path.basename(got)
+            os.replace(got, final)
+    except _index.MetadataError as exc:
+        unavailable(f"{page_url}: {exc}")
     return final
 
 
@@ -133,21 +121,14 @@ def fetch(project, version, *, kind="wheel"):
         if kind == "sdist":
             return _fetch_sdist(project, version, dest)
         with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-            _pip(["download", "--no-deps", "-q", "--only-binary=:all:", "-d", tmp, f"{project}=={version}"])
+            run([sys.executable, "-m", "pip", "--disable-pip-version-check", "download", "--no-deps", "-q",
+                 "--only-binary=:all:", "-d", tmp, f"{project}=={version}"], f"pip download {project}=={version}")
             got = [p for p in Path(tmp).iterdir() if p.is_file()]
             if len(got) != 1:
                 unavailable(f"pip download {project}=={version} gave {len(got)} files")
             final = dest / got[0].name
             os.replace(got[0], final)
         return final
-
-
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def member(dist, name_suffix):

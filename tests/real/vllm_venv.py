@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 
-from artifacts import CACHE, _locked, fetch, member, unavailable
+from artifacts import CACHE, _locked, fetch, member, run
 
 CPU_TORCH = "2.13.0"
 # Requirements never installed into the parser venv: torch itself (the CPU build is there), and
@@ -56,17 +56,6 @@ def _requirements(wheel):
     return out
 
 
-def _run(cmd, what, *, timeout=2400):
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        unavailable(f"{what}: did not finish in {timeout} s")
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout or "").strip().splitlines()
-        unavailable(f"{what} failed: {lines[-1] if lines else 'exit ' + str(proc.returncode)}")
-    return proc
-
-
 def python(version):
     """The interpreter of the cached venv with real vLLM *version*; built on first use."""
     pyver = f"{sys.version_info[0]}{sys.version_info[1]}"
@@ -78,14 +67,14 @@ def python(version):
         wheel = fetch("vllm", version)
         if venv.exists():
             subprocess.run(["rm", "-rf", str(venv)], check=True)
-        _run([sys.executable, "-m", "venv", str(venv)], "python -m venv")
+        run([sys.executable, "-m", "venv", str(venv)], "python -m venv")
         pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
-        _run([*pip, f"torch=={CPU_TORCH}"], f"pip install torch=={CPU_TORCH}")
-        _run([*pip, "--no-deps", str(wheel)], f"pip install --no-deps {wheel.name}")
+        run([*pip, f"torch=={CPU_TORCH}"], f"pip install torch=={CPU_TORCH}")
+        run([*pip, "--no-deps", str(wheel)], f"pip install --no-deps {wheel.name}")
         reqs = _requirements(wheel)
         constraint = venv / "constraints.txt"
         constraint.write_text(f"torch=={CPU_TORCH}\n", encoding="utf-8")
-        _run([*pip, "-c", str(constraint), *reqs], f"pip install the requirements of {wheel.name}")
+        run([*pip, "-c", str(constraint), *reqs], f"pip install the requirements of {wheel.name}")
         stamp.write_text(json.dumps({"vllm": version, "wheel": wheel.name, "torch": CPU_TORCH,
                                      "requirements": reqs}, indent=1) + "\n", encoding="utf-8")
         return venv / "bin" / "python"
