@@ -1,0 +1,60 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin volta.serving.long_step_wait: wait for an async job, printing its progress.
+
+Documented in plugins/modules/long_step_wait.py.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.volta.serving.plugins.module_utils._progress import last_line, progress
+
+display = Display()
+
+
+class ActionModule(ActionBase):
+    _VALID_ARGS = frozenset(("jid", "log", "step", "timeout", "interval", "report_every"))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        _valid, args = self.validate_argument_spec(
+            argument_spec={
+                "jid": {"type": "str", "required": True},
+                "log": {"type": "str", "required": True},
+                "step": {"type": "str", "required": True},
+                "timeout": {"type": "int", "default": 3600},
+                "interval": {"type": "float", "default": 2.0},
+                "report_every": {"type": "float", "default": 30.0},
+            },
+        )
+        host = (task_vars or {}).get("inventory_hostname", "host")
+        async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
+        start = last_report = time.monotonic()
+        while True:
+            status = self._execute_module(
+                module_name="ansible.legacy.async_status",
+                module_args={"jid": args["jid"], "mode": "status", "_async_dir": async_dir},
+                task_vars=task_vars,
+            )
+            now = time.monotonic()
+            if status.get("finished") or status.get("failed"):
+                break
+            if now - start > args["timeout"]:
+                status = {"failed": True, "msg": f"{args['step']} did not finish in {args['timeout']} s"}
+                break
+            if now - last_report >= args["report_every"]:
+                display.display(progress(host, args["step"], now - start, self._tail(args["log"])))
+                last_report = now
+            time.sleep(args["interval"])
+        result.update(status)
+        result.update(changed=False, elapsed=round(time.monotonic() - start, 1), step=args["step"])
+        return result
+
+    def _tail(self, path):
+        out = self._low_level_execute_command(f"tail -c 4096 {shlex.quote(path)}")
+        return last_line(out.get("stdout", "")) if out.get("rc") == 0 else ""

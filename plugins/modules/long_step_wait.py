@@ -1,0 +1,108 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# This file only documents the action plugin of the same name (plugins/action/long_step_wait.py).
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: long_step_wait
+short_description: Wait for a long step started with async, and show its progress while it runs
+description:
+  - Polls the async job O(jid) on the host every O(interval) seconds (as M(ansible.builtin.async_status) does)
+    until it finishes, and every O(report_every) seconds prints one line on the controller's console with the
+    time elapsed and the last line of the step's log O(log), for example
+    C(server-a: build vllm-0.21.0-... from source: 12m30s elapsed; log: [212/377] Building CUDA object ...).
+  - Returns the job's result (C(rc), C(finished), ...) like M(ansible.builtin.async_status), plus C(elapsed).
+  - Used by the role volta.serving.engine for its long steps (torch and engine installs, the vLLM build,
+    the llama.cpp build).
+version_added: 0.1.0
+author:
+  - volta.serving contributors (!UNKNOWN)
+options:
+  jid:
+    description: The async job id (C(ansible_job_id) of the task that started the step with C(poll: 0)).
+    type: str
+    required: true
+  log:
+    description: The step's log on the host; its last line is shown with the progress.
+    type: str
+    required: true
+  step:
+    description: The step's name, shown in each progress line and in a time-out message.
+    type: str
+    required: true
+  timeout:
+    description: Seconds to wait at most; then the task fails saying so.
+    type: int
+    default: 3600
+  interval:
+    description: Seconds between two polls of the job.
+    type: float
+    default: 2.0
+  report_every:
+    description: Seconds between two progress lines.
+    type: float
+    default: 30.0
+attributes:
+  action:
+    support: full
+    description: An action plugin; it polls the host through the connection and prints on the controller.
+  async:
+    support: none
+    description: It is the waiting side of an async step.
+  check_mode:
+    support: none
+    description: An async step does not run in check mode, so there is nothing to wait for.
+  diff_mode:
+    support: none
+    description: Nothing changes.
+  platform:
+    support: full
+    platforms: posix
+    description: Any POSIX host (the log is read with C(tail)).
+seealso:
+  - module: ansible.builtin.async_status
+"""
+
+EXAMPLES = r"""
+- name: Start the build
+  ansible.builtin.command:
+    argv: [sh, -c, 'exec make -j8 >/var/log/build.log 2>&1']
+  async: 7200
+  poll: 0
+  register: build_job
+
+- name: Wait for the build, showing its progress every 30 s
+  volta.serving.long_step_wait:
+    jid: "{{ build_job.ansible_job_id }}"
+    log: /var/log/build.log
+    step: build
+    timeout: 7200
+  register: build_result
+"""
+
+RETURN = r"""
+finished:
+  description: Whether the job finished (false only when the wait timed out).
+  returned: always
+  type: bool
+  sample: true
+rc:
+  description: The step's exit status.
+  returned: when the job finished
+  type: int
+  sample: 0
+elapsed:
+  description: Seconds waited.
+  returned: always
+  type: float
+  sample: 754.2
+step:
+  description: The step's name.
+  returned: always
+  type: str
+  sample: build vllm-0.21.0-torch2.11.0-cu126-cuda12.6-sm70-cp312 from source
+"""
