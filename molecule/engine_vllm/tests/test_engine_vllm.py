@@ -11,7 +11,7 @@ ROOT = "/opt/volta/engines"
 NAME = "vllm-0.21.0-torch2.11.0-cu126"
 PY = f"{ROOT}/vllm/current/venv/bin/python"
 FUSED_MOE = "vllm/model_executor/layers/fused_moe/fused_moe.py"
-KEY = "vllm-0.21.0-torch2.11.0-cu126-cuda12.8-sm70-cp311"
+KEY = "vllm-0.21.0-torch2.11.0-cu126-cuda12.6-sm70-cp311"
 BUILDER = "engine-vllm"
 CACHE = "/var/cache/volta/engines"
 BUILD_LOG = f"{CACHE}/logs/build-{KEY}-from-source.log"
@@ -98,7 +98,9 @@ def test_stand_in_build_record_shows_what_the_role_passed(host):
     path = py(host, "import os, vllm; print(os.path.dirname(vllm.__file__))") + "/_volta_lab/source_build.json"
     got = json.loads(host.file(path).content_string)
     assert got["env"]["TORCH_CUDA_ARCH_LIST"] == "7.0" and got["env"]["VLLM_TARGET_DEVICE"] == "cuda"
-    assert got["env"]["CUDA_HOME"] == "/usr/local/cuda-12.8" and got["nvcc_cuda"].startswith("12.8")
+    # the CUDA of torch's cu126 build, which the role installed: vLLM 0.21.0 drops 7.0 with nvcc >= 12.8
+    assert got["env"]["CUDA_HOME"] == "/usr/local/cuda-12.6" and got["nvcc_cuda"].startswith("12.6")
+    assert got["built_archs"] == "7.0" and got["fatbin"]["sass"] == [70]
     assert int(got["env"]["MAX_JOBS"]) >= 1 and got["jobs"] == int(got["env"]["MAX_JOBS"])
     # no build isolation: the build saw the venv's own torch (cu126), not the index's
     assert got["torch"]["version"] == "2.11.0+cu126"
