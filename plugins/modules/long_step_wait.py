@@ -13,8 +13,7 @@ short_description: Wait for a long step started with async, and show its progres
 description:
   - Polls the async job O(jid) on the host every O(interval) seconds (as M(ansible.builtin.async_status) does)
     until it finishes, and every O(report_every) seconds prints one line on the controller's console with the
-    time elapsed and the last line of the step's log O(log), for example
-    C(server-a: build vllm-0.21.0-... from source: 12m30s elapsed; log: [212/377] Building CUDA object ...).
+    host, the step, the time elapsed and the last line of the step's log O(log).
   - Returns the job's result (C(rc), C(finished), ...) like M(ansible.builtin.async_status), plus C(elapsed).
   - Used by the role volta.serving.engine for its long steps (torch and engine installs, the vLLM build,
     the llama.cpp build).
@@ -23,7 +22,7 @@ author:
   - volta.serving contributors (!UNKNOWN)
 options:
   jid:
-    description: The async job id (C(ansible_job_id) of the task that started the step with C(poll: 0)).
+    description: The async job id (C(ansible_job_id) of the task that started the step with C(poll=0)).
     type: str
     required: true
   log:

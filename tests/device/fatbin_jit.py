@@ -49,7 +49,8 @@ def check(cuda, call, *args):
     if rc != 0:
         name = ctypes.c_char_p()
         cuda.cuGetErrorName(rc, ctypes.byref(name))
-        raise RuntimeError(f"{call}: {rc} {name.value.decode() if name.value else ''}")
+        text = name.value.decode() if name.value is not None else ""
+        raise RuntimeError(f"{call}: {rc} {text}")
 
 
 def run_case(cuda, blob):
