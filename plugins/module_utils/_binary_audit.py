@@ -25,6 +25,7 @@ Payloads are mostly compressed, so only headers are used. Damaged data is report
 from __future__ import annotations
 
 import fnmatch
+import mmap
 import os
 import re
 import struct
@@ -253,6 +254,51 @@ def fatbin(fh, base, size):
     return {"containers": containers, "errors": errors}
 
 
+def _plausible(fh, pos, fsize):
+    """The entries size of a fat-binary container at file offset *pos*, or None if it is not one."""
+    fh.seek(pos)
+    head = fh.read(16 + 32)
+    if len(head) < 48:
+        return None
+    _magic, version, hsize, esize = struct.unpack_from("<IHHQ", head)
+    kind, _res, entry_hsize = struct.unpack_from("<HHI", head, 16)
+    sm = struct.unpack_from("<I", head, 16 + 28)[0]
+    if version != 1 or hsize != 16 or not 0 < esize <= fsize - pos - 16:
+        return None
+    if kind not in (KIND_PTX, KIND_SASS) or not 32 <= entry_hsize <= 256 or not 10 <= sm <= 255:
+        return None
+    return esize
+
+
+def embedded(fh, fsize, covered=()):
+    """Fat-binary containers outside ``.nv_fatbin`` (*covered*: its file ranges), as ``[(sass, ptx), ...]``.
+
+    Some libraries keep most of their kernels in containers of their own, loaded at run time (the
+    real libcufft.so.12 of nvidia-cufft 12.0.0.61 has sm_75 code only in its 672-byte ``.nv_fatbin``
+    and 23,984 containers, sm_75 ... sm_120, in its read-only data). Found by their magic at
+    8-aligned offsets and kept only when their header and every entry are well formed.
+    """
+    magic = struct.pack("<I", FATBIN_MAGIC)
+    out, pos = [], 0
+    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        while True:
+            pos = data.find(magic, pos)
+            if pos < 0:
+                return out
+            esize = None if pos % 8 or any(a <= pos < b for a, b in covered) else _plausible(fh, pos, fsize)
+            if esize is None:
+                pos += 4
+                continue
+            errors = []
+            found = _entries(fh, pos, 16, 16 + esize, errors)
+            if errors:
+                pos += 4
+                continue
+            out.append((sorted({sm for k, sm in found if k == KIND_SASS}),
+                        sorted({sm for k, sm in found if k == KIND_PTX})))
+            pos += 16 + esize
+
+
 def inspect(path):
     """What one file needs and carries: ``{"elf", "needed", "containers", "errors"}``; never raises on bad data."""
     report = {"elf": False, "needed": [], "containers": [], "errors": []}
@@ -266,6 +312,7 @@ def inspect(path):
             secs = sections(fh, hdr)
             report["needed"] = needed(fh, hdr, secs)
             fsize = os.fstat(fh.fileno()).st_size
+            covered = []
             for sec in secs:
                 if sec.get("name") == ".nv_fatbin" and sec["type"] != 8:  # 8: SHT_NOBITS
                     size = min(sec["size"], max(fsize - sec["offset"], 0))
@@ -274,6 +321,9 @@ def inspect(path):
                     walked = fatbin(fh, sec["offset"], size)
                     report["containers"] += walked["containers"]
                     report["errors"] += walked["errors"]
+                    covered.append((sec["offset"], sec["offset"] + size))
+            if fsize:
+                report["containers"] += embedded(fh, fsize, covered)
     except (ElfError, OSError, struct.error) as exc:
         report["errors"].append(f"{'unreadable ELF' if report['elf'] else 'unreadable'}: {exc}")
         report["broken"] = True
@@ -325,7 +375,7 @@ def judge(rel, report, sm, torch_major, torch_label, optional=False, require_sas
         needs = " and ".join(_soname_text(n, cuda[n]) for n in wrong)
         parts.append(f"needs {needs} but {torch_label} brings CUDA {torch_major}")
     if ok_code is False and optional:
-        detail["note"] = f"{rel} has no code for sm_{sm} (lowest {_lowest(sass, ptx)}): optional, not loaded on it"
+        detail["note"] = f"{rel} has no code for sm_{sm} (lowest {_lowest(sass, ptx)}): optional (not judged)"
     elif ok_code is False:
         parts.append(f"has no code for sm_{sm} (lowest {_lowest(sass, ptx)})")
     elif require_sass and not runnable(sass, (), sm):
@@ -348,7 +398,10 @@ DEFAULT_INCLUDE = ("*.so", "*.so.*")
 # FlashAttention 3 and FlashMLA sm_90 and sm_100 only; vLLM picks them by compute capability).
 # A file passes when any of its code runs on the GPU: the real libcusparseLt.so.0 of
 # nvidia-cusparselt-cu12 0.7.1 has sm_70 code in none of its 795 containers but PTX compute_52 in one.
-DEFAULT_OPTIONAL = ("vllm/vllm_flash_attn/*", "vllm/_flashmla*")
+# NVIDIA's CUDA library wheels (nvidia/*) are matched to the GPU through torch's CUDA build (torch pins
+# them; the CUDA major is still compared) and carry stub modules: the real libcufftw.so.12 of
+# nvidia-cufft 12.0.0.61 has one 1.9 kB sm_75 cubin and nothing else, and works on an sm_90 GPU.
+DEFAULT_OPTIONAL = ("vllm/vllm_flash_attn/*", "vllm/_flashmla*", "nvidia/*")
 
 # Run as ``<venv python> -I -c SITE_PROBE``: the venv's site-packages directories, as JSON.
 SITE_PROBE = ("import json, sysconfig; p = sysconfig.get_paths(); "

@@ -56,10 +56,11 @@ options:
       - Globs of files loaded only on GPUs they have code for; missing code for this GPU is a note for them,
         not a problem. A CUDA library of the wrong major is a problem for them too.
       - The default names vLLM's FlashAttention and FlashMLA extensions (code for SM80 and newer only; vLLM
-        selects them by compute capability).
+        selects them by compute capability) and NVIDIA's CUDA library wheels (C(nvidia/*), matched to the GPU
+        through torch's CUDA build; some hold only stub modules for one old SM).
     type: list
     elements: str
-    default: ['vllm/vllm_flash_attn/*', 'vllm/_flashmla*']
+    default: ['vllm/vllm_flash_attn/*', 'vllm/_flashmla*', 'nvidia/*']
   require_sass:
     description:
       - Globs of files that must carry SASS for this GPU (same major, minor at or below it); PTX of an older SM,

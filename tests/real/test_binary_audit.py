@@ -105,3 +105,20 @@ def test_torch_2_11_0_wheel_reported_as_it_is(unpack):
     assert detail["message"] == "torch/lib/libtorch_cuda.so has no code for sm_70 (lowest sm_75)"
     on_h200 = judge("torch/lib/libtorch_cuda.so", inspect(site / "torch/lib/libtorch_cuda.so"), 90, 13, "torch")
     assert on_h200["message"] is None
+
+
+def test_kernels_outside_nv_fatbin_are_read(unpack):
+    # The real libcufft.so.12 of nvidia-cufft 12.0.0.61 (torch 2.11.0+cu130's cuFFT) keeps only sm_75
+    # code in its .nv_fatbin; its kernels, sm_75 ... sm_120, are containers of their own in its data.
+    # Read on the H200 host, the .nv_fatbin alone said "no code for sm_90" (tests/device/binary_audit.py).
+    site = unpack("nvidia-cufft", "12.0.0.61", lambda name: name.endswith("libcufft.so.12"))
+    files = find_files([str(site)])
+    checked = {"optional": ()}  # judged like an extension, not as an NVIDIA library (see DEFAULT_OPTIONAL)
+    assert audit(files, 90, "13.0", "2.11.0+cu130", **checked)["ok"] is True
+    assert audit(files, 70, "13.0", "2.11.0+cu130", **checked)["problems"] == [
+        "nvidia/cu13/lib/libcufft.so.12 has no code for sm_70 (lowest sm_75)"]
+    # By default NVIDIA's libraries only note what has no code for the GPU.
+    assert audit(files, 70, "13.0", "2.11.0+cu130")["notes"] == [
+        "nvidia/cu13/lib/libcufft.so.12 has no code for sm_70 (lowest sm_75): optional (not judged)"]
+    sass = {sm for s, _p in inspect(site / "nvidia/cu13/lib/libcufft.so.12")["containers"] for sm in s}
+    assert {75, 80, 86, 89, 90, 100, 120} <= sass

@@ -25,6 +25,7 @@ from ansible_collections.volta.serving.plugins.module_utils._binary_audit import
     audit,
     cuda_major,
     cuda_majors,
+    embedded,
     fatbin,
     find_files,
     inspect,
@@ -214,7 +215,8 @@ def test_no_section_headers_reads_the_dynamic_segment(stubs, tmp_path):
     data[0x3C:0x40] = b"\0" * 4      # e_shnum, e_shstrndx
     path.write_bytes(bytes(data))
     report = inspect(path)
-    assert "libcudart.so.13" in report["needed"] and report["containers"] == [] and report["errors"] == []
+    # no .nv_fatbin section to name it: the container is found by its magic (embedded())
+    assert "libcudart.so.13" in report["needed"] and report["containers"] == [([70], [])] and report["errors"] == []
 
 
 @needs_gcc
@@ -264,7 +266,7 @@ def test_optional_files_and_summary(stubs, tmp_path):
     assert result["problems"] == ["vllm/_moe_C.abi3.so needs libcudart.so.13 but torch 2.11.0+cu126 brings CUDA 12, "
                                   "and has no code for sm_70 (lowest sm_75)"]
     assert result["notes"] == ["vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so has no code for sm_70 (lowest sm_80): "
-                               "optional, not loaded on it"]
+                               "optional (not judged)"]
     assert result["summary"] == "1 problem: 3 shared objects, 3 with CUDA, checked against sm_70 and torch 2.11.0+cu126"
     detail = result["files"]["problem"][0]
     assert detail["cuda_needed"] == {"libcudart.so.13": [13]} and detail["sass"] == ["sm_75"]
@@ -316,3 +318,30 @@ def test_require_sass_refuses_ptx_only_builds(stubs, tmp_path, containers, messa
     assert required["problems"] == ([message] if message else [])
     # The same file is runnable (PTX at or below sm_70 is JIT-compiled) when SASS is not required.
     assert audit(find_files([str(site)]), 70, *TORCH)["ok"] is True
+
+
+@needs_gcc
+def test_containers_outside_nv_fatbin_count(stubs, tmp_path):
+    # Like the real libcufft.so.12 (nvidia-cufft 12.0.0.61): a small .nv_fatbin with sm_75 code only,
+    # and the kernels in containers of its own in read-only data.
+    target = tmp_path / "libx.so"
+    src = tmp_path / "libx.c"
+    own = fb.section([((90, 100), ())])
+    rows = ", ".join(f"0x{b:02x}" for b in own)
+    src.write_text(fb.c_source(fb.section([((75,), ())]))
+                   + f"__attribute__((used, aligned(8))) const unsigned char kernels[{len(own)}] = {{{rows}}};\n"
+                   + "int volta_test(void) { return 1; }\n")
+    subprocess.run([GCC, "-shared", "-fPIC", "-o", str(target), str(src)], check=True)
+    report = inspect(target)
+    assert report["containers"] == [([75], []), ([90, 100], [])] and report["errors"] == []
+    assert audit([("libx.so", str(target))], 90)["ok"] is True
+    assert audit([("libx.so", str(target))], 70)["problems"] == ["libx.so has no code for sm_70 (lowest sm_75)"]
+
+
+def test_magic_in_plain_data_is_not_a_container(tmp_path):
+    # The magic followed by junk (or at an odd offset) is data, not device code.
+    path = tmp_path / "x.bin"
+    junk = struct.pack("<IHHQ", fb.MAGIC, 7, 16, 64) + b"\xff" * 64
+    path.write_bytes(b"\x7fELF" + b"\0" * 4 + junk + b"\0" * 4 + struct.pack("<I", fb.MAGIC) + b"\0" * 100)
+    with open(path, "rb") as fh:
+        assert embedded(fh, path.stat().st_size) == []
