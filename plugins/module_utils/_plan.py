@@ -572,34 +572,8 @@ def _cc_tuple(value):
     return version[:2] if len(version) >= 2 else (*version, 0)
 
 
-def build_report(
-    host,
-    server,
-    instances,
-    *,
-    driver_branch="580",
-    driver_kernel_module="proprietary",
-    cuda_version="12.8",
-    engine_versions=None,
-    ssh_port=22,
-    keyed_instances=(),
-    host_key=False,
-    generate_keys=False,
-    profiles=None,
-    engines_root=DEFAULT_ENGINES_ROOT,
-    secrets_dir=DEFAULT_SECRETS_DIR,
-    reserved_ports=None,
-    build_packages=None,
-    ram_need_gb=None,
-    gpu_facts=None,
-):
-    """Check one host's instances and build its plan.
-
-    Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
-    "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
-    (error|warning|allowed), host, instance (None for host-wide ones), field, message (and reason
-    when allowed).
-    """
+def _host_inputs(host, server, instances):
+    """``(server, instances, findings)``: the two host variables, or empty ones with a finding each."""
     findings = []
     if not isinstance(server, dict):
         findings.append(
@@ -628,74 +602,87 @@ def build_report(
             )
         )
         instances = []
+    return server, instances, findings
 
-    merged, profile_findings = merge_profiles(profiles, host)
-    findings += profile_findings
-    cc_text = str(server.get("compute_capability", ""))
+
+def _islands(host, server):
+    """``(islands, findings)``: volta_server.nvlink_islands as a list of GPU lists."""
     islands = server.get("nvlink_islands") or []
-    if not (isinstance(islands, list) and all(isinstance(i, list) and all(_is_int(g) for g in i) for i in islands)):
-        findings.append(
-            finding(
-                "invalid-value",
-                host,
-                None,
-                "volta_server.nvlink_islands",
-                f"nvlink_islands {islands!r} is not a list of lists of GPU indexes.",
-                "TP groups are checked against the NVLink islands.",
-                "write it as [[0, 1, 2, 3], [4, 5, 6, 7]] or [] for PCIe only.",
-            )
+    if isinstance(islands, list) and all(isinstance(i, list) and all(_is_int(g) for g in i) for i in islands):
+        return islands, []
+    return [], [
+        finding(
+            "invalid-value",
+            host,
+            None,
+            "volta_server.nvlink_islands",
+            f"nvlink_islands {islands!r} is not a list of lists of GPU indexes.",
+            "TP groups are checked against the NVLink islands.",
+            "write it as [[0, 1, 2, 3], [4, 5, 6, 7]] or [] for PCIe only.",
         )
-        islands = []
-    gpu_count = server.get("gpu_count")
-    ram_gb = server.get("ram_gb")
-    ctx = {
+    ]
+
+
+def _context(host, server, islands, settings):
+    """What the rules read about the host: its GPUs, RAM, ports, keys, driver, CUDA and engine pins."""
+    gpu_count, ram_gb, ssh_port = server.get("gpu_count"), server.get("ram_gb"), settings["ssh_port"]
+    pins = settings["engine_versions"] or {}
+    return {
         "host": host,
         "cc": _cc_tuple(server.get("compute_capability")),
-        "cc_text": cc_text,
+        "cc_text": str(server.get("compute_capability", "")),
         "islands": islands,
         "gpu_count": gpu_count if _is_int(gpu_count) else None,
         "ram_gb": ram_gb if _is_number(ram_gb) else None,
         "ssh_port": int(ssh_port) if str(ssh_port).isdigit() else None,
-        "keyed_instances": set(keyed_instances or ()),
-        "host_key": bool(host_key),
-        "generate_keys": bool(generate_keys),
-        "reserved_ports": {int(k): str(v) for k, v in (reserved_ports or {}).items() if str(k).isdigit()},
-        "driver_branch": driver_branch,
-        "driver_kernel_module": driver_kernel_module,
-        "cuda_version": cuda_version,
+        "keyed_instances": set(settings["keyed_instances"] or ()),
+        "host_key": bool(settings["host_key"]),
+        "generate_keys": bool(settings["generate_keys"]),
+        "reserved_ports": {
+            int(k): str(v) for k, v in (settings["reserved_ports"] or {}).items() if str(k).isdigit()
+        },
+        "driver_branch": settings["driver_branch"],
+        "driver_kernel_module": settings["driver_kernel_module"],
+        "cuda_version": settings["cuda_version"],
         "engine_versions": {
-            engine: {**DEFAULT_ENGINE_VERSIONS.get(engine, {}), **((engine_versions or {}).get(engine) or {})}
+            engine: {**DEFAULT_ENGINE_VERSIONS.get(engine, {}), **(pins.get(engine) or {})}
             for engine in ENGINES
         },
-        "build_packages": build_packages,
-        "ram_need_gb": ram_need_gb or {},
+        "build_packages": settings["build_packages"],
+        "ram_need_gb": settings["ram_need_gb"] or {},
     }
 
-    normalised = []
-    names = {}
+
+def _normalise_all(host, instances, profiles):
+    """``(normalised instances, findings)``; a name used twice makes the later instance unplannable."""
+    normalised, findings, names = [], [], {}
     for index, raw in enumerate(instances):
-        inst, inst_findings = normalize_instance(raw, index, host, merged)
+        inst, inst_findings = normalize_instance(raw, index, host, profiles)
         findings += inst_findings
         if inst is None:
             continue
-        if inst["name"] is not None:
-            if inst["name"] in names:
-                findings.append(
-                    finding(
-                        "duplicate-name",
-                        host,
-                        inst["name"],
-                        "name",
-                        f"name {inst['name']} is used by volta_instances[{names[inst['name']]}] and [{index}].",
-                        "the name is the systemd unit (volta-<name>.service); two instances would be one unit.",
-                        "give every instance of the host its own name.",
-                    )
+        if inst["name"] is not None and inst["name"] in names:
+            findings.append(
+                finding(
+                    "duplicate-name",
+                    host,
+                    inst["name"],
+                    "name",
+                    f"name {inst['name']} is used by volta_instances[{names[inst['name']]}] and [{index}].",
+                    "the name is the systemd unit (volta-<name>.service); two instances would be one unit.",
+                    "give every instance of the host its own name.",
                 )
-                inst["plannable"] = False
-            else:
-                names[inst["name"]] = index
+            )
+            inst["plannable"] = False
+        elif inst["name"] is not None:
+            names[inst["name"]] = index
         normalised.append(inst)
+    return normalised, findings
 
+
+def _check_all(normalised, ctx, server, gpu_facts):
+    """Every rule's findings for the normalised instances of one host, before allow entries apply."""
+    findings = []
     checked = [inst for inst in normalised if inst["engine"] is not None]
     for inst in checked:
         findings += check_instance(inst, ctx)
@@ -705,19 +692,68 @@ def build_report(
     findings += check_software(checked, ctx)
     findings += check_ram(checked, ctx)
     findings += check_gpu_facts(gpu_facts, server, ctx)
-    findings = apply_allow(findings, [inst for inst in normalised if inst["name"]], host)
+    return findings
 
-    plan_instances = []
+
+def _plan_entries(normalised, profiles, findings, engines_root, secrets_dir):
+    """The plan entry of every plannable instance, with the findings allowed for it."""
+    entries = []
     for inst in normalised:
         if not inst["plannable"]:
             continue
-        entry = plan_instance(inst, merged[inst["engine"]], engines_root, secrets_dir)
+        entry = plan_instance(inst, profiles[inst["engine"]], engines_root, secrets_dir)
         entry["allowed"] = [
             {"rule": f["rule"], "reason": f["reason"]}
             for f in findings
             if f["severity"] == ALLOWED and f["instance"] == inst["name"]
         ]
-        plan_instances.append(entry)
+        entries.append(entry)
+    return entries
+
+
+def build_report(
+    host,
+    server,
+    instances,
+    *,
+    driver_branch="580",
+    driver_kernel_module="proprietary",
+    cuda_version="12.8",
+    engine_versions=None,
+    ssh_port=22,
+    keyed_instances=(),
+    host_key=False,
+    generate_keys=False,
+    profiles=None,
+    engines_root=DEFAULT_ENGINES_ROOT,
+    secrets_dir=DEFAULT_SECRETS_DIR,
+    reserved_ports=None,
+    build_packages=None,
+    ram_need_gb=None,
+    gpu_facts=None,
+):
+    """Check one host's instances and build its plan.
+
+    Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
+    "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
+    (error|warning|allowed), host, instance (None for host-wide ones), field, message (and reason
+    when allowed).
+    """
+    server, instances, findings = _host_inputs(host, server, instances)
+    merged, profile_findings = merge_profiles(profiles, host)
+    islands, island_findings = _islands(host, server)
+    findings += profile_findings + island_findings
+    settings = {
+        "driver_branch": driver_branch, "driver_kernel_module": driver_kernel_module, "cuda_version": cuda_version,
+        "engine_versions": engine_versions, "ssh_port": ssh_port, "keyed_instances": keyed_instances,
+        "host_key": host_key, "generate_keys": generate_keys, "reserved_ports": reserved_ports,
+        "build_packages": build_packages, "ram_need_gb": ram_need_gb,
+    }
+    ctx = _context(host, server, islands, settings)
+    normalised, inst_findings = _normalise_all(host, instances, merged)
+    findings += inst_findings + _check_all(normalised, ctx, server, gpu_facts)
+    findings = apply_allow(findings, [inst for inst in normalised if inst["name"]], host)
+    plan_instances = _plan_entries(normalised, merged, findings, engines_root, secrets_dir)
     gateway_ports = sorted(entry["public_port"] for entry in plan_instances if entry["enabled"])
     return {
         "host": host,
