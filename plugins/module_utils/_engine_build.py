@@ -16,8 +16,8 @@ Private to volta.serving (the filters ``engine_build_plan``, ``engine_wheel_path
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
-from urllib.parse import urljoin, urlsplit
+
+from ansible_collections.volta.serving.plugins.module_utils import _index
 
 METHODS = ("source", "wheel", "auto")
 _CC_RE = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
@@ -169,33 +169,17 @@ def wheel_paths(needs, cached_keys=()):
     return out
 
 
-class _Links(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.links = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "a":
-            href = dict(attrs).get("href")
-            if href:
-                self.links.append(href)
-
-
 def sdist_link(html, page_url, project, version):
-    """``{"url", "sha256", "filename"}`` of ``<project>-<version>.tar.gz`` on a PEP 503 project page."""
-    norm = re.sub(r"[-_.]+", "_", project).lower()
-    wanted = {f"{norm}-{version}.tar.gz", f"{project}-{version}.tar.gz".lower()}
-    parser = _Links()
-    parser.feed(html or "")
-    for href in parser.links:
-        url = urljoin(page_url, href)
-        name = urlsplit(url).path.rsplit("/", 1)[-1]
-        if re.sub(r"^[^-]+", lambda m: re.sub(r"[-_.]+", "_", m.group(0)), name).lower() not in wanted:
-            continue
-        fragment = urlsplit(url).fragment
-        sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else ""
-        return {"url": url.split("#", 1)[0], "sha256": sha.lower(), "filename": name}
-    raise BuildPlanError(
-        f"{page_url} lists no source distribution {project}-{version}.tar.gz "
-        f"({len(parser.links)} files listed)"
-    )
+    """``{"url", "sha256", "filename"}`` of ``<project>-<version>.tar.gz`` on a PEP 503 project page.
+
+    The page is read by the collection's index reader (``_index``, what ``dist_metadata`` uses).
+    """
+    files = _index.parse_project_page(html or "", page_url)
+    _wheels, sdists = _index.release_files(files, project, version)
+    tarballs = [f for f in sdists if f["filename"].endswith(".tar.gz")]
+    if not tarballs:
+        raise BuildPlanError(
+            f"{page_url} lists no source distribution {project}-{version}.tar.gz ({len(files)} files listed)"
+        )
+    found = tarballs[0]
+    return {"url": found["url"], "sha256": (found["sha256"] or "").lower(), "filename": found["filename"]}
