@@ -389,6 +389,10 @@ def test_settings_playbook_stops_the_shipped_lab_inventory_naming_what_to_fill_i
     # both pins for the user to fill in.
     assert "server-a: engine_llamacpp_ref is not set and engine_llamacpp_source_sha256 is not set" in flat, out
     assert "server-b: engine_onecat_sha256 is not set. Why: an instance runs on 1Cat-vLLM" in flat, out
+    # The summary names each host once, and an unset ref renders no half URL (".../tags/.tar.gz").
+    summary = flat[flat.index("2 host(s) have incomplete settings"):]
+    assert "server-a: server-a:" not in summary and "server-b: server-b:" not in summary, out
+    assert "tags/.tar.gz" not in flat, out
 
 
 def test_settings_playbook_passes_the_lab_inventory_once_filled_in(tmp_path):
