@@ -147,3 +147,10 @@ def test_role_refreshed_the_fresh_but_empty_lists(host):
     # volta.serving.apt_lists' refresh (the driver had no candidate) writes it again.
     assert host.file("/var/lib/apt/periodic/update-success-stamp").exists
     assert "Candidate: 580." in host.check_output("LC_ALL=C apt-cache policy nvidia-driver-580-server")
+
+
+def test_nvidia_uvm_loaded_at_boot_and_its_device_present(host):
+    conf = host.file("/etc/modules-load.d/volta-serving-nvidia-uvm.conf")
+    assert conf.exists and conf.user == "root" and conf.mode == 0o644
+    assert "nvidia-uvm" in [line.strip() for line in conf.content_string.splitlines() if not line.startswith("#")]
+    assert host.run("test -c /dev/nvidia-uvm").rc == 0
