@@ -67,7 +67,8 @@ for dist in md.distributions():
         "files_known": files is not None,
         "cuda_files": bool(files) and any(str(f).replace("\\", "/").startswith("nvidia/") for f in files),
     })
-print(json.dumps({"python": sys.executable, "prefix": sys.prefix, "env": env, "distributions": dists}))
+print(json.dumps({"python": sys.executable, "prefix": sys.prefix,
+                  "base_prefix": getattr(sys, "base_prefix", sys.prefix), "env": env, "distributions": dists}))
 """
 
 _SUFFIX_RE = re.compile(r"-cu(\d+)$")
@@ -85,7 +86,22 @@ def parse_probe(text):
         raise AuditError(f"the venv probe printed no JSON ({exc}): {text[:500]!r}") from exc
     if "error" in data:
         raise AuditError(data["error"])
+    base = data.get("base_prefix")
+    if base is not None and base == data.get("prefix"):
+        raise AuditError(
+            f"{data.get('python')} is not a venv's interpreter (its prefix is the installation's own, {base}): "
+            "the audit reads and the clean changes one engine venv only, never a system Python. "
+            "Point python at <venv>/bin/python"
+        )
     return data
+
+
+def probe_failure(python, rc, out, err):
+    """One line for an interpreter that failed to run the probe, with a reason even when it printed none."""
+    reason = (err or out or "").strip()[-2000:]
+    if not reason:
+        reason = f"killed by signal {-rc}" if rc < 0 else "it printed nothing"
+    return f"{python} could not read its own metadata (rc={rc}): {reason}"
 
 
 def index_distributions(distributions):

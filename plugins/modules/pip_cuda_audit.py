@@ -26,6 +26,7 @@ options:
   python:
     description:
       - The venv's interpreter, for example C(/opt/volta/engines/vllm/current/venv/bin/python).
+      - An interpreter that is not a venv's (its C(sys.prefix) is its C(sys.base_prefix)) is refused.
     type: path
     required: true
   state:
@@ -168,6 +169,7 @@ from ansible_collections.volta.serving.plugins.module_utils._cuda_audit import (
     clean_commands,
     parse_probe,
     predicted_after,
+    probe_failure,
     state_lines,
 )
 
@@ -175,7 +177,7 @@ from ansible_collections.volta.serving.plugins.module_utils._cuda_audit import (
 def _probe(module, python):
     rc, out, err = module.run_command([python, "-I", "-c", PROBE], check_rc=False)
     if rc != 0:
-        module.fail_json(msg=f"{python} could not read its own metadata (rc={rc}): {(err or out).strip()[-2000:]}")
+        module.fail_json(msg=probe_failure(python, rc, out, err))
     try:
         return parse_probe(out)
     except AuditError as exc:

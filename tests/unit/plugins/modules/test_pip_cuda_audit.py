@@ -140,3 +140,31 @@ def test_clean_needs_an_index(capsys, venv):
 def test_not_an_interpreter(capsys, tmp_path):
     rc, result = run(capsys, {"python": str(tmp_path / "nope")})
     assert rc == 1 and "not an executable interpreter" in result["msg"]
+
+
+def test_a_system_python_is_refused_naming_why(capsys, venv):
+    python = venv()
+    state = json.loads((venv.bindir / "state.json").read_text())
+    state.update(python="/usr/bin/python3", prefix="/usr", base_prefix="/usr")
+    (venv.bindir / "state.json").write_text(json.dumps(state))
+    rc, result = run(capsys, {"python": python, "state": "clean", "torch_index_url": "http://lab/cu126/"})
+    assert rc == 1
+    assert result["msg"] == (
+        f"{python}: /usr/bin/python3 is not a venv's interpreter (its prefix is the installation's own, /usr): "
+        "the audit reads and the clean changes one engine venv only, never a system Python. "
+        "Point python at <venv>/bin/python")
+    assert not (venv.bindir / "uv.log").exists()
+
+
+@pytest.mark.parametrize(("script", "reason"), [
+    ("#!/bin/sh\nexit 3\n", "(rc=3): it printed nothing"),
+    ("#!/bin/sh\nkill -9 $$\n", "(rc=-9): killed by signal 9"),
+    ("#!/bin/sh\necho 'No module named encodings' >&2\nexit 1\n", "(rc=1): No module named encodings"),
+])
+def test_an_interpreter_that_fails_says_why(capsys, tmp_path, script, reason):
+    python = tmp_path / "python"
+    python.write_text(script)
+    python.chmod(0o755)
+    rc, result = run(capsys, {"python": str(python)})
+    assert rc == 1
+    assert result["msg"] == f"{python} could not read its own metadata {reason}"
