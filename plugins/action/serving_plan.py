@@ -69,7 +69,8 @@ VAR_DEFAULTS = {
         " 'torch_version': engine_onecat_torch_version | default('2.10.0') | string,"
         " 'torch_cuda': engine_onecat_torch_cuda | default('cu128') | string}}"
     ),
-    "ssh_port": "ansible_port | default(22)",
+    # The port the firewall keeps open for SSH (its default is ansible_port, else 22).
+    "ssh_port": "firewall_ssh_port | default(ansible_port | default(22))",
     # Only the names of the instances that have a key; the keys never reach the plugin.
     "api_key_instances": (
         "api_gateway_keys | default({}) | dict2items | selectattr('value') | map(attribute='key') | list"

@@ -901,7 +901,7 @@ def check_ports(instances, ctx):
     owners = {}
     ssh = ctx["ssh_port"]
     if ssh is not None:
-        owners[ssh] = ("SSH (ansible_port)", None)
+        owners[ssh] = ("SSH (firewall_ssh_port)", None)
     for port, what in sorted(ctx["reserved_ports"].items()):
         owners.setdefault(port, (f"reserved port of {what}", None))
     for inst in instances:

@@ -76,7 +76,8 @@ options:
     type: dict
     default: {}
   ssh_port:
-    description: The host's SSH port (C(ansible_port)); no instance may use it.
+    description:
+      - The port the firewall keeps open for SSH (C(firewall_ssh_port), else C(ansible_port)); no instance may use it.
     type: int
     default: 22
   api_key_instances:

@@ -95,3 +95,11 @@ def test_nftables_service_enabled_and_file_valid(host):
 def test_no_rollback_left_armed_and_no_backup(host):
     assert host.run("systemctl is-active volta-firewall-rollback.timer").stdout.strip() != "active"
     assert host.check_output("ls /etc").count("nftables.conf.") == 0
+
+
+def test_forward_chain_drops_all_but_replies(host):
+    chain = host.check_output("nft list chain inet volta_firewall forward")
+    lines = [line.strip() for line in chain.splitlines()]
+    assert any("hook forward" in line and "policy drop;" in line for line in lines), chain
+    rules = [line for line in lines if line and not line.startswith(("table", "chain", "type", "}"))]
+    assert rules == ['ct state established,related accept comment "volta: replies"'], chain

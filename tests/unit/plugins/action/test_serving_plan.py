@@ -413,3 +413,12 @@ def test_settings_playbook_names_a_bad_firewall_network(tmp_path):
     assert rc != 0, out
     assert "2 host(s) have incomplete settings" in flat, out
     assert "sxm2: invalid networks:" in flat and "10.0.0.5/8" in flat, out
+
+
+def test_the_ssh_port_collision_uses_firewall_ssh_port(tmp_path):
+    # sxm2's qwen72b gateway port is 8002: the firewall keeps firewall_ssh_port open for SSH.
+    inventory = unreachable_copy("sim", tmp_path)
+    rc, out = run_preflight(inventory, tmp_path, "-e", "firewall_ssh_port=8002", "-e", "volta_preflight_detect=false")
+    flat = re.sub(r"\s+", " ", out)
+    assert rc != 0, out
+    assert "port 8002 (the gateway's public port) is already taken by SSH (firewall_ssh_port)" in flat, out
