@@ -237,7 +237,9 @@ def derived_max_len(config, tokenizer_max_length=None):
         derived = min(derived, tokenizer_max_length)
     if derived == math.inf:
         return None, None, None
-    entries = _rope_entries(text)
+    # transformers 5 gives every config with rope_theta RoPE parameters (type default), so vLLM
+    # multiplies by 1.0 and shows the length as a float (32768.0) even without rope_scaling.
+    entries = _rope_entries(text) or ([{"rope_type": "default"}] if _number(text.get("rope_theta")) else [])
     if entries and "gemma3" not in str(text.get("model_type", "")):
         factor = 1.0
         for rope in entries:
@@ -246,7 +248,7 @@ def derived_max_len(config, tokenizer_max_length=None):
                 factor = rope.get("factor", factor)
                 if kind == "yarn" and _number(rope.get("original_max_position_embeddings")):
                     derived = rope["original_max_position_embeddings"]
-        derived *= factor if _number(factor) else 1.0
+        derived *= factor if _number(factor) else 1.0  # an int factor keeps an int (vLLM prints 163840)
     return derived, key, model_max
 
 

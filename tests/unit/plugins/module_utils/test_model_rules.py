@@ -95,7 +95,7 @@ CASES = [
     ("qwen72b-65k", "Qwen2.5-72B-Instruct", {"gpus": list(range(8)), "max_model_len": 65536},
      "max-model-len-model", "error", "max_model_len",
      "'User-specified max_model_len (65536) is greater than the derived max_model_len "
-     "(max_position_embeddings=32768 or model_max_length=None in model's config.json).'"),
+     "(max_position_embeddings=32768.0 or model_max_length=None in model's config.json).'"),
     ("command-r-v01-200k", "c4ai-command-r-v01", {"max_model_len": 200000}, "max-model-len-model", "error",
      "max_model_len", "above the 131072 tokens"),
     ("bf16-qwen72b", "Qwen2.5-72B-Instruct", {"gpus": list(range(8))}, "bf16-checkpoint-half", "warning", "dtype",
@@ -208,11 +208,14 @@ def test_yarn_scaling_sets_the_longest_length():
     config = {"max_position_embeddings": 163840,
               "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}}
     assert derived_max_len(config) == (163840, "max_position_embeddings", None)
+    assert isinstance(derived_max_len(config)[0], int)
     config["rope_scaling"] = {"rope_type": "dynamic", "factor": 2.0}
     assert derived_max_len(config)[0] == 327680.0
     config["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0}
     assert derived_max_len(config)[0] == 163840
     assert derived_max_len({"max_position_embeddings": 32768}, tokenizer_max_length=16384)[0] == 16384
+    with_theta = {"max_position_embeddings": 32768, "rope_theta": 1e6}
+    assert derived_max_len(with_theta) == (32768.0, "max_position_embeddings", None)
     assert derived_max_len({"hidden_size": 8}) == (None, None, None)
 
 
