@@ -111,10 +111,16 @@ def test_gguf_architecture_after_other_keys(tmp_path):
     assert gguf_architecture(str(path)) == ("deepseek-v2", None)
 
 
+EMPTY_GGUF = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
+
+
 @pytest.mark.parametrize(
     ("data", "error"),
-    [(b"PK\x03\x04rest", "no GGUF magic"), (b"GGUF\x03\x00", "cannot be read"), (b"GGUF" + struct.pack("<IQQ", 3, 0, 0),
-                                                                            "no general.architecture")],
+    [
+        (b"PK\x03\x04rest", "no GGUF magic"),
+        (b"GGUF\x03\x00", "cannot be read"),
+        (EMPTY_GGUF, "no general.architecture"),
+    ],
 )
 def test_gguf_problems(tmp_path, data, error):
     path = tmp_path / "bad.gguf"

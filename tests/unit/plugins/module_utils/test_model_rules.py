@@ -61,11 +61,11 @@ def chat(model, **fields):
     return inst
 
 
-def report(instances, server=PCIE, facts=True):
+def report(instances, server=None, facts=True):
     paths = [inst["model"] for inst in instances]
     return build_report(
         "lab-host",
-        copy.deepcopy(server),
+        copy.deepcopy(server or PCIE),
         instances,
         keyed_instances=[inst["name"] for inst in instances],
         model_facts=gather(paths) if facts else None,
