@@ -48,6 +48,7 @@ ARGUMENT_SPEC = {
     "build_packages": {"type": "list", "elements": "str"},
     "ram_need_gb": {"type": "dict"},
     "gpu_facts": {"type": "dict"},
+    "model_facts": {"type": "dict"},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
 }
@@ -84,6 +85,7 @@ VAR_DEFAULTS = {
     "build_packages": "engine_build_packages | default(none)",
     "ram_need_gb": "preflight_host_ram_need_gb | default({})",
     "gpu_facts": "ansible_facts['volta_gpu'] | default(none)",
+    "model_facts": "ansible_facts['volta_models'] | default(none)",
 }
 
 
@@ -152,6 +154,7 @@ class ActionModule(ActionBase):
             build_packages=args.get("build_packages"),
             ram_need_gb=args["ram_need_gb"],
             gpu_facts=gpu_facts,
+            model_facts=args.get("model_facts"),
         )
 
         result.update(

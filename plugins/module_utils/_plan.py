@@ -19,6 +19,7 @@ import copy
 import json
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils._model_rules import check_models, infer_families
 from ansible_collections.volta.serving.plugins.module_utils._rules import (
     ALLOWED,
     DTYPES,
@@ -303,7 +304,9 @@ class _Normalizer:
             "served_model_name", lambda v: isinstance(v, str) and v.strip(), "a name", inst["name"]
         )
         inst["model_family"] = self.enum("model_family", MODEL_FAMILIES, "dense")
+        inst["model_family_given"] = self.raw.get("model_family") not in (None, "")
         inst["quantization"] = self.enum("quantization", QUANTIZATIONS, "none")
+        inst["quantization_given"] = self.raw.get("quantization") not in (None, "")
         inst["kv_cache_dtype"] = self.enum("kv_cache_dtype", KV_CACHE_DTYPES, "auto")
         self.profile = self.profiles.get(inst["engine"], {})
         inst["dtype"] = self.enum("dtype", DTYPES, self.profile.get("dtype"))
@@ -731,13 +734,15 @@ def build_report(
     build_packages=None,
     ram_need_gb=None,
     gpu_facts=None,
+    model_facts=None,
 ):
     """Check one host's instances and build its plan.
 
     Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
     (error|warning|allowed), host, instance (None for host-wide ones), field, message (and reason
-    when allowed).
+    when allowed). *model_facts* (the ``volta_models`` fact of volta.serving.model_facts) turns on
+    the model rules of ``_model_rules``; without it they do not run.
     """
     server, instances, findings = _host_inputs(host, server, instances)
     merged, profile_findings = merge_profiles(profiles, host)
@@ -751,7 +756,9 @@ def build_report(
     }
     ctx = _context(host, server, islands, settings)
     normalised, inst_findings = _normalise_all(host, instances, merged)
+    infer_families(normalised, model_facts)
     findings += inst_findings + _check_all(normalised, ctx, server, gpu_facts)
+    findings += check_models(normalised, ctx, server, model_facts)
     findings = apply_allow(findings, [inst for inst in normalised if inst["name"]], host)
     plan_instances = _plan_entries(normalised, merged, findings, engines_root, secrets_dir)
     gateway_ports = sorted(entry["public_port"] for entry in plan_instances if entry["enabled"])

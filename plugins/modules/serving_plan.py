@@ -127,6 +127,14 @@ options:
       - The C(volta_gpu) fact of M(volta.serving.gpu_facts). When its status is V(ok), C(server) is checked
         against it. Defaults to C(ansible_facts['volta_gpu']) when that is set.
     type: dict
+  model_facts:
+    description:
+      - The C(volta_models) fact of M(volta.serving.model_facts). When given, every instance whose C(model) is
+        a local path is checked against its checkpoint (the path exists, C(config.json) against
+        C(tensor_parallel), C(max_model_len), C(dtype), C(quantization), C(model_family) and the engine, the
+        weights' size against the GPUs), and C(model_family) left out of an instance is read from the
+        checkpoint. Defaults to C(ansible_facts['volta_models']) when that is set.
+    type: dict
   report_warnings:
     description:
       - Print the warnings and allowed findings (Ansible's C(warnings)). Roles that rebuild the plan after
@@ -159,6 +167,7 @@ notes:
   - Rule ids, severities and whether they can be allowed are listed in the role README of C(preflight).
 seealso:
   - module: volta.serving.gpu_facts
+  - module: volta.serving.model_facts
 """
 
 EXAMPLES = r"""
