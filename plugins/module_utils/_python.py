@@ -73,6 +73,7 @@ _UV_RE = re.compile(r"^cpython-(3\.\d+)\.(\d+)$")
 _UV_VERSION_RE = re.compile(r"^3\.\d+\.\d+$")
 _CP_TAG_RE = re.compile(r"-cp(\d)(\d+)-[^-]+-[^-]+\.whl$")
 _GLIBC_RE = re.compile(r"(?:glibc|GLIBC|GNU libc)[^0-9]*(\d+\.\d+)")
+_BARE_RE = re.compile(r"^\s*(\d+\.\d+)\s*$")
 
 
 class PythonChoiceError(ValueError):
@@ -207,7 +208,7 @@ def choose(request):
 
 def parse_glibc(text):
     """``"2.36"`` from ``getconf GNU_LIBC_VERSION`` (``glibc 2.36``) or ``ldd --version``; None when unreadable."""
-    match = _GLIBC_RE.search(str(text or ""))
+    match = _GLIBC_RE.search(str(text or "")) or _BARE_RE.match(str(text or ""))
     return match.group(1) if match else None
 
 

@@ -1325,13 +1325,13 @@ def _check_glibc(engine, instances, ctx):
     need, platform = _python.ENGINE_GLIBC.get(engine), ctx.get("platform")
     if need is None or platform is None:
         return []
-    host, found = ctx["host"], platform.get("glibc")
+    host, found = ctx["host"], _python.parse_glibc(platform.get("glibc"))
     os_text = _python.platform_text(platform.get("distribution"), platform.get("version"))
     if found is None:
         return [finding(
             "platform-unchecked", host, inst["name"], "engine",
             f"{_python.ENGINE_NAMES[engine]} needs glibc >= {need['min']}; the glibc of this host was not "
-            f"checked ({platform.get('note') or 'not read'}).",
+            f"checked ({platform.get('note') or 'unreadable: ' + repr(platform.get('glibc'))}).",
             need["why"] + ".",
             "run preflight against the host (volta_preflight_detect=true), or check `getconf GNU_LIBC_VERSION` "
             f"on it yourself: {need['fix']} where it is older.",

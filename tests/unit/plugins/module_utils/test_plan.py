@@ -348,7 +348,7 @@ INVALID = [
      "gpu-facts-mismatch", "error", None, "volta_server.gpu_count", "the host has 8"),
     # Platform (module_utils/_python.py): glibc and the engines' Python.
     ("onecat-on-debian12-glibc", PCIE, [FLASH_NEXT_A],
-     {"platform": {"host": {"distribution": "Debian", "version": "12.8", "glibc": "2.36"}}},
+     {"platform": {"host": {"distribution": "Debian", "version": "12.8", "glibc": "glibc 2.36"}}},
      "glibc-too-old", "error", "flash-next-a", "engine", "but Debian 12.8 has glibc 2.36"),
     ("onecat-glibc-not-read", PCIE, [FLASH_NEXT_A],
      {"platform": {"host": {"distribution": None, "version": None, "glibc": None,
