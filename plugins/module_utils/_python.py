@@ -100,16 +100,22 @@ def wheel_requires_python(filename):
     return f"=={match.group(1)}.{match.group(2)}.*" if match else None
 
 
-def engine_requires(engine, version, torch_version, wheel=None):
-    """``(specifier, source)`` of what *engine* at *version* takes, or ``(None, why)`` when not recorded."""
-    parts, sources = [], []
-    wheel = wheel or ONECAT_WHEEL.format(version=version)
-    own = wheel_requires_python(wheel) if engine == "onecat" else REQUIRES_PYTHON.get(engine, {}).get(str(version))
+def engine_requires(engine, version, torch_version, wheel=None, metadata=None):
+    """``(specifier, source)`` of what *engine* at *version* takes, or ``(None, why)`` when not recorded.
+
+    *metadata*: the release's Requires-Python as read from its core metadata on the host (pins.yml), which
+    takes the place of the recorded one.
+    """
+    name = ENGINE_NAMES.get(engine, engine)
+    if metadata:
+        own, tag = str(metadata), " (its metadata)"
+    elif engine == "onecat":
+        own, tag = wheel_requires_python(wheel or ONECAT_WHEEL.format(version=version)), " (its wheel's tag)"
+    else:
+        own, tag = REQUIRES_PYTHON.get(engine, {}).get(str(version)), ""
     if own is None:
-        return None, f"Requires-Python of {ENGINE_NAMES.get(engine, engine)} {version} is not recorded"
-    parts.append(own)
-    tag = " (its wheel's tag)" if engine == "onecat" else ""
-    sources.append(f"{ENGINE_NAMES.get(engine, engine)} {version}: {own}{tag}")
+        return None, f"Requires-Python of {name} {version} is not recorded"
+    parts, sources = [own], [f"{name} {version}: {own}{tag}"]
     torch = REQUIRES_PYTHON["torch"].get(str(torch_version))
     if torch:
         parts.append(torch)
@@ -160,8 +166,8 @@ def _explicit(request, requires, where, engine_text):
     if not _allows(requires, version):
         raise PythonChoiceError(
             f"{request['variable']} is {request['explicit']} (Python {version}), which {engine_text} does not "
-            f"support ({where}). Fix: leave {request['variable']} empty (auto: the distribution's Python where "
-            "supported, else uv's CPython) or name a Python in that range"
+            f"support ({where}). Fix: leave {request['variable'].split()[0]} empty (auto: the distribution's Python "
+            "where supported, else uv's CPython) or name a Python in that range"
         )
     how = "the distribution's package" if source == "distribution" else "installed by uv"
     return _result(source, version, f"{request['variable']} = {request['explicit']} ({how})")
@@ -173,7 +179,8 @@ def choose(request):
     *request*: ``distribution``, ``version`` (Ansible's distribution and distribution_version),
     ``engine`` (vllm, onecat; empty for "the distribution's Python" of cuda_toolkit), ``engine_version``,
     ``torch_version``, ``wheel`` (1Cat: the wheel's file name), ``explicit`` (the variable's value, empty
-    for auto), ``variable`` (its name, for messages) and ``uv_version`` (the pinned CPython).
+    for auto), ``variable`` (its name, for messages), ``uv_version`` (the pinned CPython) and, once read from
+    the release's metadata, ``requires_python`` (replaces the recorded range).
 
     Returns ``source`` (distribution or uv), ``version``, ``minor``, ``request`` (what ``uv venv --python``
     is given: python3.11 or cpython-3.12.16), ``name`` (pythonX.Y, for the wheel's cache key),
@@ -183,7 +190,8 @@ def choose(request):
     engine = request.get("engine") or ""
     engine_text = f"{ENGINE_NAMES.get(engine, engine)} {request.get('engine_version', '')}".strip()
     requires, where = (None, "no engine") if not engine else engine_requires(
-        engine, request.get("engine_version"), request.get("torch_version"), request.get("wheel"))
+        engine, request.get("engine_version"), request.get("torch_version"), request.get("wheel"),
+        request.get("requires_python"))
     if request.get("explicit"):
         return {**_explicit(request, requires, where, engine_text), "requires": requires or ""}
     key = platform_key(request.get("distribution"), request.get("version"))
@@ -201,8 +209,11 @@ def choose(request):
             "engine_python_uv_version to an X.Y.Z CPython in that range (one uv lists: uv python list "
             "--only-downloads), or name the interpreter in " + request["variable"]
         )
-    why = (f"{plat} ships Python {own}, which {engine_text} does not support ({where})" if own
-           else f"the Python of {plat} is not recorded") + f": CPython {uv_version} installed by uv"
+    if own:
+        why = f"{plat} ships Python {own}, which {engine_text} does not support ({where})"
+    else:
+        why = f"the Python of {plat} is not recorded" if key else "the distribution is not known (not read)"
+    why += f": CPython {uv_version} installed by uv"
     return {**_result("uv", uv_version, why), "requires": requires or ""}
 
 

@@ -130,9 +130,9 @@ options:
   host_platform:
     description:
       - The host's platform as preflight read it, for the platform rules (V(glibc-too-old), and the automatic
-        interpreter choice of V(python-unsupported)): C(distribution) and C(version) (Ansible's
-        C(distribution) and C(distribution_version)), C(glibc) (V(2.36); null when it could not be read) and
-        C(note) (what was not read, and why).
+        interpreter choice of V(python-unsupported)). Keys C(distribution) and C(version) (Ansible's
+        C(distribution) and C(distribution_version)), C(glibc) (the output of C(getconf GNU_LIBC_VERSION) such as
+        V(glibc 2.36), or null when it could not be read) and C(note) (what was not read, and why).
       - Left out, those rules do not run (engine_service and api_gateway leave it out); an empty C(glibc) turns
         the glibc rule into a V(platform-unchecked) warning.
     type: dict

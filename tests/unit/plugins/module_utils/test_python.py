@@ -183,3 +183,12 @@ def test_filter_returns_the_choice_or_the_problem():
     assert "does not support" in bad["problem"]
     with pytest.raises(Exception, match="expected a mapping"):
         plugin.engine_python_choice("python3.11")
+
+
+def test_requires_python_read_from_the_metadata_replaces_the_record():
+    newer = {"engine": "vllm", "engine_version": "0.40.0", "torch_version": "2.11.0", "requires_python": ">=3.12"}
+    with pytest.raises(_python.PythonChoiceError) as err:
+        _python.choose({**DEBIAN12, **newer, "explicit": "python3.11", "variable": "engine_python (auto)"})
+    assert "engine_python (auto) is python3.11 (Python 3.11), which vLLM 0.40.0 does not support " \
+           "(vLLM 0.40.0: >=3.12 (its metadata); torch 2.11.0: >=3.10)" in str(err.value)
+    assert _python.choose({**DEBIAN12, **newer})["request"] == "cpython-3.12.16"
