@@ -1150,7 +1150,8 @@ def _check_build_packages(instances, ctx):
             f"engine_build_packages {list(packages)} has no python3.X-dev package.",
             "Triton JIT-compiles a helper on first start and fails with 'Python.h: No such file "
             "or directory' without the headers.",
-            "add python3.12-dev (the engine's Python), build-essential and ninja-build.",
+            "add the -dev package of the engine's Python (Debian 12: python3.11-dev, Ubuntu 22.04: python3.10-dev, "
+            "Ubuntu 24.04: python3.12-dev), build-essential and ninja-build.",
         )
     ]
 
