@@ -86,7 +86,7 @@ def platform_key(distribution, version):
     if not distribution or not version:
         return None
     if distribution == "Debian":
-        version = version.split(".")[0]
+        version = version.split(".", maxsplit=1)[0]
     return distribution, version
 
 
@@ -198,8 +198,10 @@ def choose(request):
     plat = platform_text(request.get("distribution"), request.get("version"))
     own = DISTRIBUTION_PYTHON.get(key)
     if own and _allows(requires, own):
-        why = f"{plat} ships Python {own}" + (f", which {engine_text} supports ({where})" if requires else
-                                                 f" ({where})" if engine else "")
+        if requires:
+            why = f"{plat} ships Python {own}, which {engine_text} supports ({where})"
+        else:
+            why = f"{plat} ships Python {own}" + (f" ({where})" if engine else "")
         return {**_result("distribution", own, why), "requires": requires or ""}
     uv_version = str(request["uv_version"])
     if not _UV_VERSION_RE.match(uv_version) or not _allows(requires, uv_version):
