@@ -49,6 +49,10 @@ ARGUMENT_SPEC = {
     "ram_need_gb": {"type": "dict"},
     "gpu_facts": {"type": "dict"},
     "model_facts": {"type": "dict"},
+    "host_platform": {"type": "dict"},
+    "engine_pythons": {"type": "dict"},
+    "python_uv_version": {"type": "str"},
+    "onecat_wheel": {"type": "str"},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
 }
@@ -86,6 +90,10 @@ VAR_DEFAULTS = {
     "ram_need_gb": "preflight_host_ram_need_gb | default({})",
     "gpu_facts": "ansible_facts['volta_gpu'] | default(none)",
     "model_facts": "ansible_facts['volta_models'] | default(none)",
+    # host_platform has none: only preflight reads the host's platform (glibc), and passes it.
+    "engine_pythons": "{'vllm': engine_python | default(''), 'onecat': engine_onecat_python | default('')}",
+    "python_uv_version": "engine_python_uv_version | default('')",
+    "onecat_wheel": "engine_onecat_wheel_url | default('') | basename",
 }
 
 
@@ -155,6 +163,8 @@ class ActionModule(ActionBase):
             ram_need_gb=args["ram_need_gb"],
             gpu_facts=gpu_facts,
             model_facts=args.get("model_facts"),
+            platform={"host": args.get("host_platform"), "engine_pythons": args.get("engine_pythons"),
+                      "uv_python": args.get("python_uv_version"), "onecat_wheel": args.get("onecat_wheel")},
         )
 
         result.update(

@@ -35,6 +35,7 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
     check_gpus,
     check_instance,
     check_managed,
+    check_platform,
     check_ports,
     check_ram,
     check_software,
@@ -653,6 +654,17 @@ def _context(host, server, islands, settings):
         },
         "build_packages": settings["build_packages"],
         "ram_need_gb": settings["ram_need_gb"] or {},
+        **_platform_context(settings),
+    }
+
+
+def _platform_context(settings):
+    """What the platform rules read: the host's platform (None: not checked at all) and the interpreters."""
+    return {
+        "platform": settings.get("host_platform"),
+        "engine_pythons": settings.get("engine_pythons") or {},
+        "uv_python": settings.get("uv_python") or "",
+        "onecat_wheel": settings.get("onecat_wheel") or "",
     }
 
 
@@ -693,6 +705,7 @@ def _check_all(normalised, ctx, server, gpu_facts):
     findings += check_gpus(normalised, ctx)
     findings += check_ports([inst for inst in normalised if inst["name"]], ctx)
     findings += check_software(checked, ctx)
+    findings += check_platform(checked, ctx)
     findings += check_ram(checked, ctx)
     findings += check_gpu_facts(gpu_facts, server, ctx)
     return findings
@@ -735,6 +748,7 @@ def build_report(
     ram_need_gb=None,
     gpu_facts=None,
     model_facts=None,
+    platform=None,
 ):
     """Check one host's instances and build its plan.
 
@@ -742,7 +756,10 @@ def build_report(
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
     (error|warning|allowed), host, instance (None for host-wide ones), field, message (and reason
     when allowed). *model_facts* (the ``volta_models`` fact of volta.serving.model_facts) turns on
-    the model rules of ``_model_rules``; without it they do not run.
+    the model rules of ``_model_rules``; without it they do not run. *platform* (optional) feeds
+    the platform rules: ``host`` (``distribution``, ``version``, ``glibc``, ``note``; None when the
+    host's platform is not known at all), ``engine_pythons`` (engine -> explicit interpreter),
+    ``uv_python`` and ``onecat_wheel``.
     """
     server, instances, findings = _host_inputs(host, server, instances)
     merged, profile_findings = merge_profiles(profiles, host)
@@ -753,6 +770,7 @@ def build_report(
         "engine_versions": engine_versions, "ssh_port": ssh_port, "keyed_instances": keyed_instances,
         "host_key": host_key, "generate_keys": generate_keys, "reserved_ports": reserved_ports,
         "build_packages": build_packages, "ram_need_gb": ram_need_gb,
+        **{("host_platform" if k == "host" else k): v for k, v in (platform or {}).items()},
     }
     ctx = _context(host, server, islands, settings)
     normalised, inst_findings = _normalise_all(host, instances, merged)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils import _python
+
 ERROR = "error"
 WARNING = "warning"
 ALLOWED = "allowed"
@@ -155,6 +157,9 @@ RULES = {
     "managed-flag": (ERROR, False, "an extra_args flag or env variable the plan sets from a field"),
     "deprecated-env": (WARNING, False, "an environment variable the engine ignores"),
     "python-headers": (ERROR, False, "engine build packages without Python headers (Triton JIT)"),
+    "glibc-too-old": (ERROR, False, "an engine on a host whose glibc is older than its compiled code needs"),
+    "python-unsupported": (ERROR, False, "an engine interpreter outside the engine's Requires-Python"),
+    "platform-unchecked": (WARNING, False, "a platform requirement not checked (the host was not read)"),
     "gpu-facts-mismatch": (ERROR, False, "volta_server differs from the GPUs found on the host"),
     "allow-invalid": (ERROR, False, "an allow entry without rule and reason, or with an unknown rule"),
     "allow-not-overridable": (ERROR, False, "an allow entry for a rule that cannot be overridden"),
@@ -1145,7 +1150,8 @@ def _check_build_packages(instances, ctx):
             f"engine_build_packages {list(packages)} has no python3.X-dev package.",
             "Triton JIT-compiles a helper on first start and fails with 'Python.h: No such file "
             "or directory' without the headers.",
-            "add python3.12-dev (the engine's Python), build-essential and ninja-build.",
+            "add the -dev package of the engine's Python (Debian 12: python3.11-dev, Ubuntu 22.04: python3.10-dev, "
+            "Ubuntu 24.04: python3.12-dev), build-essential and ninja-build.",
         )
     ]
 
@@ -1298,3 +1304,69 @@ def apply_allow(findings, instances, host):
                     )
                 )
     return out + extra
+
+
+# Platform rules (glibc, Python): data in module_utils/_python.py. ctx["platform"] is None when the
+# caller passed no host platform (no such check), else {distribution, version, glibc, note}; glibc is
+# None when it was not read (note says why).
+PYTHON_VARIABLES = {"vllm": "engine_python", "onecat": "engine_onecat_python"}
+
+
+def check_platform(instances, ctx):
+    """The engines' glibc floors and interpreters on this host's platform."""
+    engines = _vllm_engines(instances)
+    out = []
+    for engine in engines:
+        out += _check_glibc(engine, [i for i in instances if i["engine"] == engine], ctx)
+        out += _check_python(engine, ctx)
+    return out
+
+
+def _check_glibc(engine, instances, ctx):
+    need, platform = _python.ENGINE_GLIBC.get(engine), ctx.get("platform")
+    if need is None or platform is None:
+        return []
+    host, found = ctx["host"], _python.parse_glibc(platform.get("glibc"))
+    os_text = _python.platform_text(platform.get("distribution"), platform.get("version"))
+    if found is None:
+        return [finding(
+            "platform-unchecked", host, inst["name"], "engine",
+            f"{_python.ENGINE_NAMES[engine]} needs glibc >= {need['min']}; the glibc of this host was not "
+            f"checked ({platform.get('note') or 'unreadable: ' + repr(platform.get('glibc'))}).",
+            need["why"] + ".",
+            "run preflight against the host (volta_preflight_detect=true), or check `getconf GNU_LIBC_VERSION` "
+            f"on it yourself: {need['fix']} where it is older.",
+        ) for inst in instances]
+    if not _python.glibc_below(found, need["min"]):
+        return []
+    return [finding(
+        "glibc-too-old", host, inst["name"], "engine",
+        f"{_python.ENGINE_NAMES[engine]} needs glibc >= {need['min']}, but {os_text} has glibc {found}.",
+        need["why"] + ".",
+        need["fix"] + ".",
+    ) for inst in instances]
+
+
+def _check_python(engine, ctx):
+    versions = ctx["engine_versions"].get(engine, {})
+    platform = ctx.get("platform") or {}
+    variable = PYTHON_VARIABLES[engine]
+    explicit = (ctx.get("engine_pythons") or {}).get(engine) or ""
+    if not explicit and not platform:
+        return []  # auto needs the platform; without it the engine role decides on the host
+    try:
+        _python.choose({
+            "distribution": platform.get("distribution"), "version": platform.get("version"), "engine": engine,
+            "engine_version": versions.get("version"), "torch_version": versions.get("torch_version"),
+            "wheel": ctx.get("onecat_wheel"), "explicit": explicit, "variable": variable,
+            "uv_version": ctx.get("uv_python") or _python.DEFAULT_UV_PYTHON,
+        })
+    except _python.PythonChoiceError as exc:
+        text, _sep, fix = str(exc).partition(" Fix: ")
+        return [finding(
+            "python-unsupported", ctx["host"], None, variable, text.rstrip(".") + ".",
+            "the engine and its torch publish no build for that Python (Requires-Python), so the install fails "
+            "or the engine does not import.",
+            (fix or "correct the interpreter").rstrip(".") + ".",
+        )]
+    return []

@@ -24,7 +24,8 @@ description:
     the same three for C(engine_onecat_*), C(ansible_port), the names in C(api_gateway_keys),
     C(api_gateway_host_key), C(api_gateway_generate_keys), C(preflight_engine_profiles),
     C(preflight_reserved_ports), C(engine_build_packages), C(preflight_host_ram_need_gb),
-    C(volta_engines_root), C(volta_secrets_dir), C(ansible_facts['volta_gpu'])); the defaults below apply when
+    C(volta_engines_root), C(volta_secrets_dir), C(ansible_facts['volta_gpu']), C(engine_python),
+    C(engine_onecat_python), C(engine_python_uv_version), C(engine_onecat_wheel_url)); the defaults below apply when
     those are unset too. So roles call it without options and build the same plan as preflight.
   - Fails, listing every error of the host, when any rule reports an error. Warnings, and findings
     allowed on purpose with their reasons, are printed as warnings.
@@ -135,6 +136,29 @@ options:
         weights' size against the GPUs), and C(model_family) left out of an instance is read from the
         checkpoint. Defaults to C(ansible_facts['volta_models']) when that is set.
     type: dict
+  host_platform:
+    description:
+      - The host's platform as preflight read it, for the platform rules (V(glibc-too-old), and the automatic
+        interpreter choice of V(python-unsupported)). Keys C(distribution) and C(version) (Ansible's
+        C(distribution) and C(distribution_version)), C(glibc) (the output of C(getconf GNU_LIBC_VERSION) such as
+        V(glibc 2.36), or null when it could not be read) and C(note) (what was not read, and why).
+      - Left out, those rules do not run (engine_service and api_gateway leave it out); an empty C(glibc) turns
+        the glibc rule into a V(platform-unchecked) warning.
+    type: dict
+  engine_pythons:
+    description:
+      - Per engine (V(vllm), V(onecat)) the interpreter set in the inventory (C(engine_python),
+        C(engine_onecat_python)); empty is the automatic choice. A value the engine's Requires-Python excludes is
+        an error (V(python-unsupported)).
+    type: dict
+  python_uv_version:
+    description: The CPython uv installs where the distribution's Python is not supported (C(engine_python_uv_version)).
+    type: str
+  onecat_wheel:
+    description:
+      - The file name of the 1Cat-vLLM wheel (the basename of C(engine_onecat_wheel_url)); its C(cpXY) tag is the
+        Python it needs. Empty takes the release's wheel name (C(cp312)).
+    type: str
   report_warnings:
     description:
       - Print the warnings and allowed findings (Ansible's C(warnings)). Roles that rebuild the plan after

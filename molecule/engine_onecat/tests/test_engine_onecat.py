@@ -25,3 +25,6 @@ def test_wheel_cached_and_recorded(host):
     record = json.loads(host.file(f"{ROOT}/{NAME}/.volta-install.json").content_string)
     assert record["source_sha256"] == sha and record["distribution"] == "1cat_vllm"
     assert record["audit"]["consistent"] is True
+    # engine_onecat_python is empty here: the wheel's cp312 tag and Ubuntu 24.04's Python 3.12 (the image's identity).
+    assert record["python"]["source"] == "distribution" and record["python"]["request"] == "python3.12"
+    assert "Ubuntu 24.04 ships Python 3.12, which 1Cat-vLLM 1.5.1 supports" in record["python"]["why"]

@@ -52,10 +52,22 @@ def test_patches_applied_exactly_once(host):
     assert text.count("offs_token = offs_token.to(tl.int64)") == 1
 
 
+def test_python_chosen_for_debian12_is_recorded(host):
+    # engine_python is empty in this scenario: the role chose Debian 12's own Python 3.11.
+    record = json.loads(host.file(f"{ROOT}/vllm/{NAME}/.volta-install.json").content_string)
+    assert record["python"]["version"] == "3.11"
+    assert record["python"]["source"] == "distribution"
+    assert record["python"]["request"] == "python3.11"
+    assert "Debian 12" in record["python"]["why"] and "<3.15,>=3.10" in record["python"]["why"]
+    assert py(host, "import sys; print(sys.version_info[:2])") == "(3, 11)"
+    assert host.package("python3.11-dev").is_installed
+
+
 def test_local_facts(host):
     facts = json.loads(host.file("/etc/ansible/facts.d/volta_engines.fact").content_string)
     vllm = facts["engines"]["vllm"]
     assert vllm["current"] == NAME and vllm["version"] == "0.21.0" and vllm["torch"] == "2.11.0+cu126"
+    assert vllm["python"] == "3.11"
     assert vllm["patches"] == {"fused_moe_int64_offsets": "fixed_upstream", "fused_moe_sm70_block_k": "applied"}
     assert vllm["audit"]["consistent"] is True and vllm["audit"]["findings"] == []
 

@@ -38,8 +38,9 @@ PLAYBOOK = """
 """
 
 
-def wheel(path, name, version, requires):
+def wheel(path, name, version, requires, requires_python=None):
     meta = "".join([f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"]
+                   + ([f"Requires-Python: {requires_python}\n"] if requires_python else [])
                    + [f"Requires-Dist: {r}\n" for r in requires])
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(f"{name}-{version}.dist-info/METADATA", meta)
@@ -51,8 +52,9 @@ def index(root, releases):
     files = root / "packages"
     files.mkdir(parents=True, exist_ok=True)
     pages = {}
-    for name, version, requires in releases:
-        path, meta = wheel(files / f"{name}-{version}-cp38-abi3-manylinux_2_31_x86_64.whl", name, version, requires)
+    for name, version, requires, *requires_python in releases:
+        path, meta = wheel(files / f"{name}-{version}-cp38-abi3-manylinux_2_31_x86_64.whl", name, version, requires,
+                           *requires_python)
         (files / (path.name + ".metadata")).write_bytes(meta)
         digest = hashlib.sha256(meta).hexdigest()
         pages.setdefault(name, []).append(
@@ -67,7 +69,11 @@ def index(root, releases):
 def ran(tmp_path_factory):
     """One ansible-playbook run; each host is one case. Returns (recap line per host, whole output)."""
     tmp = tmp_path_factory.mktemp("pins")
-    url = index(tmp / "idx", [("vllm", "0.19.1", VLLM_0191), ("vllm", "0.33.0", ["torch==2.14.0"])])
+    # 0.40.0: a release the Python record does not know, whose metadata says Requires-Python >=3.12.
+    url = index(tmp / "idx", [("vllm", "0.19.1", VLLM_0191), ("vllm", "0.33.0", ["torch==2.14.0"]),
+                              ("vllm", "0.40.0", ["torch==2.11.0"], ">=3.12")])
+    newer = {"flavour": "vllm", "engine_vllm_version": "0.40.0", "engine_vllm_torch_version": "2.11.0",
+             "ansible_facts": {"distribution": "Debian", "distribution_version": "12.8"}}
     onecat, _meta = wheel(tmp / "1cat_vllm-1.5.1-cp312-cp312-linux_x86_64.whl", "1cat_vllm", "1.5.1",
                           ["torch==2.10.0", "torchvision==0.25.0"])
     onecat_vars = {"flavour": "onecat", "engine_onecat_wheel_url": str(onecat),
@@ -81,6 +87,9 @@ def ran(tmp_path_factory):
                                "engine_vllm_torch_version": "2.14.0",
                                "engine_vllm_torch_extras": ["torchvision", "torchaudio"]},
         "onecat-match": {**onecat_vars, "engine_onecat_torch_version": "2.10.0"},
+        # What preflight.yml chose (the engine_python_choice filter) before the metadata was read.
+        "python-excluded": {**newer, "__engine_pythons": {"vllm": {"request": "python3.11", "version": "3.11"}}},
+        "python-within": {**newer, "__engine_pythons": {"vllm": {"request": "cpython-3.12.16", "version": "3.12.16"}}},
         "onecat-mismatch": {**onecat_vars, "engine_onecat_torch_version": "2.11.0"},
     }
     for name, hostvars in hosts.items():
@@ -129,3 +138,11 @@ def test_onecat_wheel_file(ran):
     assert not failed(recap, "onecat-match"), recap["onecat-match"]
     assert failed(recap, "onecat-mismatch")
     assert "onecat-mismatch: 1cat_vllm 1.5.1 requires torch==2.10.0 but engine_onecat_torch_version is 2.11.0." in out
+
+
+def test_requires_python_from_the_metadata_refuses_the_chosen_interpreter(ran):
+    recap, out = ran
+    assert failed(recap, "python-excluded")
+    assert ("python-excluded: engine_python (auto) is python3.11 (Python 3.11), which vLLM 0.40.0 does not support "
+            "(vLLM 0.40.0: >=3.12 (its metadata); torch 2.11.0: >=3.10). Fix: leave engine_python empty" in out)
+    assert not failed(recap, "python-within"), recap["python-within"]

@@ -347,6 +347,16 @@ INVALID = [
         "driver_version": "580.95.05", "kernel_module": "proprietary",
         "gpus": [{"name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0"}] * 8}},
      "gpu-facts-mismatch", "error", None, "volta_server.gpu_count", "the host has 8"),
+    # Platform (module_utils/_python.py): glibc and the engines' Python.
+    ("onecat-on-debian12-glibc", PCIE, [FLASH_NEXT_A],
+     {"platform": {"host": {"distribution": "Debian", "version": "12.8", "glibc": "glibc 2.36"}}},
+     "glibc-too-old", "error", "flash-next-a", "engine", "but Debian 12.8 has glibc 2.36"),
+    ("onecat-glibc-not-read", PCIE, [FLASH_NEXT_A],
+     {"platform": {"host": {"distribution": None, "version": None, "glibc": None,
+                            "note": "controller only: volta_preflight_detect=false"}}},
+     "platform-unchecked", "warning", "flash-next-a", "engine", "controller only"),
+    ("vllm-explicit-python39", SXM2, [COMMAND_R], {"platform": {"engine_pythons": {"vllm": "python3.9"}}},
+     "python-unsupported", "error", None, "engine_python", "<3.15,>=3.10"),
 ]
 
 
