@@ -19,6 +19,7 @@ import copy
 import json
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils._inputs import check_instance_text, check_server_inputs
 from ansible_collections.volta.serving.plugins.module_utils._rules import (
     ALLOWED,
     DTYPES,
@@ -126,7 +127,7 @@ OPTIONAL_FIELDS = (
     "allow",
 )
 KNOWN_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 
 # Flags the plan sets from a field; extra_args must not repeat them.
 MANAGED_FLAGS = {
@@ -219,7 +220,7 @@ class _Normalizer:
     def __init__(self, raw, index, host, profiles):
         self.raw, self.index, self.host, self.profiles = raw, index, host, profiles
         self.findings = []
-        self.label = raw.get("name") if isinstance(raw.get("name"), str) and raw.get("name") else f"#{index}"
+        self.label = instance_label(raw, index)
         self.inst = {"name": None, "plannable": True}
 
     def bad(self, rule, field, text, why, fix):
@@ -287,7 +288,7 @@ class _Normalizer:
     def _identity(self):
         inst = self.inst
         name = self.raw.get("name")
-        if name not in (None, "") and not (isinstance(name, str) and _NAME_RE.match(name)):
+        if name not in (None, "") and not (isinstance(name, str) and _NAME_RE.fullmatch(name)):
             self.invalid(
                 "name", f"name {name!r} cannot be part of a systemd unit name.", "letters, digits, '-', '_', '.'"
             )
@@ -372,6 +373,12 @@ class _Normalizer:
             inst["attention_backend"] = given[-1] if given else self.profile.get("attention_backend")
 
 
+def instance_label(raw, index):
+    """How findings name a raw instance: its name when it is a valid one, else ``#<index>``."""
+    name = raw.get("name")
+    return name if isinstance(name, str) and _NAME_RE.fullmatch(name) else f"#{index}"
+
+
 def _env_value(value):
     if value is None:
         return ""
@@ -399,6 +406,10 @@ def normalize_instance(raw, index, host, profiles):
             )
         ]
     inst, findings = _Normalizer(raw, index, host, profiles).run()
+    text_findings = check_instance_text(host, instance_label(raw, index), raw)
+    if text_findings:
+        inst["plannable"] = False
+    findings += text_findings
     resolve_scheduler(inst, profiles.get(inst["engine"], {}))
     return inst, findings
 
@@ -740,6 +751,7 @@ def build_report(
     when allowed).
     """
     server, instances, findings = _host_inputs(host, server, instances)
+    findings += check_server_inputs(host, server)
     merged, profile_findings = merge_profiles(profiles, host)
     islands, island_findings = _islands(host, server)
     findings += profile_findings + island_findings
