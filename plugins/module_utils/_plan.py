@@ -45,6 +45,7 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
     throughput_mode,
     vllm_default_mbt,
 )
+from ansible_collections.volta.serving.plugins.module_utils._vllm_cli import check_flags, resolve_args
 
 BIND_HOST = "127.0.0.1"
 BACKEND_PORT_OFFSET = 10000
@@ -221,7 +222,7 @@ class _Normalizer:
         self.raw, self.index, self.host, self.profiles = raw, index, host, profiles
         self.findings = []
         self.label = instance_label(raw, index)
-        self.inst = {"name": None, "plannable": True}
+        self.inst = {"name": None, "plannable": True, "flag_problems": []}
 
     def bad(self, rule, field, text, why, fix):
         self.findings.append(finding(rule, self.host, self.label, field, text, why, fix))
@@ -348,12 +349,19 @@ class _Normalizer:
             backend = None
         inst["backend_port"] = backend
 
+    def _resolved(self, args):
+        """vLLM engines: every flag written out in full, as the pinned parser reads it (_vllm_cli)."""
+        if self.inst["engine"] not in VLLM_ENGINES:
+            return args
+        tokens, self.inst["flag_problems"] = resolve_args(args)
+        return tokens
+
     def _passthrough(self):
         inst = self.inst
         extra = self.raw.get("extra_args", [])
         inst["extra_args"] = None
         if isinstance(extra, list) and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in extra):
-            inst["extra_args"] = [str(a) for a in extra]
+            inst["extra_args"] = self._resolved([str(a) for a in extra])
         else:
             self.invalid("extra_args", f"extra_args {extra!r} is not a list of strings.", "a list")
         env = self.raw.get("env", {})
@@ -698,6 +706,7 @@ def _check_all(normalised, ctx, server, gpu_facts):
     for inst in checked:
         findings += check_instance(inst, ctx)
         findings += check_managed(inst, ctx, MANAGED_FLAGS[inst["engine"]], MANAGED_ENV)
+        findings += check_flags(inst, ctx)
     findings += check_gpus(normalised, ctx)
     findings += check_ports([inst for inst in normalised if inst["name"]], ctx)
     findings += check_software(checked, ctx)

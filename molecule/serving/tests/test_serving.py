@@ -115,6 +115,8 @@ def test_unit_running_as_service_user_with_hardening(host):
         'Environment="CUDA_DEVICE_ORDER=PCI_BUS_ID"',
         "EnvironmentFile=/etc/volta/secrets/chat.env",
         "TimeoutStartSec=1800",
+        "IPAddressDeny=any",
+        "IPAddressAllow=localhost",
     ):
         assert line in content.splitlines(), line
     assert f"--host 127.0.0.1 --port {BACKEND}" in content

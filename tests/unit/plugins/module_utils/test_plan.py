@@ -340,6 +340,13 @@ INVALID = [
      "allow-invalid", "error", "flash-next-a", "allow[0]", "known rule id"),
     ("allow-unused", PCIE, [with_(FLASH_NEXT_A, allow=[{"rule": "nvfp4-moe-tp", "reason": "tested on 1.6"}])], {},
      "allow-unused", "warning", "flash-next-a", "allow[0]", "matches no finding"),
+    # extra_args read as the pinned vLLM parser reads them (recorded flag list of vLLM 0.21.0).
+    ("unknown-flag", SXM2, [with_(COMMAND_R, extra_args=["--enforce-eagerly"])], {},
+     "unknown-flag", "error", "command-r", "extra_args", "--enforce-eagerly is not an option of vllm serve 0.21.0"),
+    ("flag-not-recorded", PCIE, [with_(FLASH_NEXT_A, extra_args=["--onecat-only-flag"])], {},
+     "flag-not-recorded", "warning", "flash-next-a", "extra_args", "--onecat-only-flag is not an option"),
+    ("config-file-flag", SXM2, [with_(COMMAND_R, extra_args=["--config", "/srv/x.yaml"])], {},
+     "config-file-flag", "error", "command-r", "extra_args", "--config reads more options from a YAML file."),
     # Detected GPUs differ from volta_server.
     ("gpu-facts-mismatch", SXM2, [], {"gpu_facts": {
         "status": "ok", "gpu_count": 8, "nvlink_islands": [], "min_compute_capability": "7.0",
