@@ -48,6 +48,7 @@ ARGUMENT_SPEC = {
     "build_packages": {"type": "list", "elements": "str"},
     "ram_need_gb": {"type": "dict"},
     "gpu_facts": {"type": "dict"},
+    "gateway": {"type": "dict"},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
 }
@@ -83,6 +84,17 @@ VAR_DEFAULTS = {
     "build_packages": "engine_build_packages | default(none)",
     "ram_need_gb": "preflight_host_ram_need_gb | default({})",
     "gpu_facts": "ansible_facts['volta_gpu'] | default(none)",
+    # The settings the gateway pastes into nginx; of the TLS certificate and key only whether set.
+    "gateway": (
+        "{'listen_address': api_gateway_listen_address | default(''),"
+        " 'client_max_body_size': api_gateway_client_max_body_size | default('64m'),"
+        " 'metrics_allow': api_gateway_metrics_allow | default([]),"
+        " 'tls_certificate': api_gateway_tls_certificate | default('') | length > 0,"
+        " 'tls_private_key': api_gateway_tls_private_key | default('') | length > 0,"
+        " 'allow_plain_http': api_gateway_allow_plain_http | default(false) | bool,"
+        " 'firewall_enabled': firewall_enabled | default(true) | bool,"
+        " 'api_cidrs': firewall_api_cidrs | default([])}"
+    ),
 }
 
 
@@ -151,6 +163,7 @@ class ActionModule(ActionBase):
             build_packages=args.get("build_packages"),
             ram_need_gb=args["ram_need_gb"],
             gpu_facts=gpu_facts,
+            gateway=args.get("gateway"),
         )
 
         result.update(

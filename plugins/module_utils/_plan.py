@@ -19,6 +19,7 @@ import copy
 import json
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
 from ansible_collections.volta.serving.plugins.module_utils._inputs import check_instance_text, check_server_inputs
 from ansible_collections.volta.serving.plugins.module_utils._rules import (
     ALLOWED,
@@ -751,8 +752,11 @@ def build_report(
     build_packages=None,
     ram_need_gb=None,
     gpu_facts=None,
+    gateway=None,
 ):
     """Check one host's instances and build its plan.
+
+    *gateway*: the api_gateway settings that reach nginx (``_gateway.GATEWAY_KEYS``), or None.
 
     Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
@@ -760,7 +764,7 @@ def build_report(
     when allowed).
     """
     server, instances, findings = _host_inputs(host, server, instances)
-    findings += check_server_inputs(host, server)
+    findings += check_server_inputs(host, server) + check_gateway(host, gateway)
     merged, profile_findings = merge_profiles(profiles, host)
     islands, island_findings = _islands(host, server)
     findings += profile_findings + island_findings

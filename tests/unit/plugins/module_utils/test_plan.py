@@ -347,6 +347,11 @@ INVALID = [
      "flag-not-recorded", "warning", "flash-next-a", "extra_args", "--onecat-only-flag is not an option"),
     ("config-file-flag", SXM2, [with_(COMMAND_R, extra_args=["--config", "/srv/x.yaml"])], {},
      "config-file-flag", "error", "command-r", "extra_args", "--config reads more options from a YAML file."),
+    # The gateway in plain HTTP for networks outside private ranges (_gateway).
+    ("plain-http-public", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"]}},
+     "plain-http-public", "error", None, "api_gateway_tls_certificate", "open to 0.0.0.0/0 over plain HTTP"),
+    ("plain-http-allowed", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"], "allow_plain_http": True}},
+     "plain-http-allowed", "warning", None, "api_gateway_tls_certificate", "open to 0.0.0.0/0 over plain HTTP"),
     # Detected GPUs differ from volta_server.
     ("gpu-facts-mismatch", SXM2, [], {"gpu_facts": {
         "status": "ok", "gpu_count": 8, "nvlink_islands": [], "min_compute_capability": "7.0",
