@@ -125,3 +125,65 @@ def check_env_names(host, label, field, env):
 def check_server_inputs(host, server):
     """Every host-wide input check of volta_server."""
     return check_compute_capability(host, server) + _server_text(host, server)
+
+
+def secret_names(host, label, env):
+    """Warnings for env names that look like credentials (TOKEN, SECRET, PASSWORD, KEY, ...)."""
+    if not isinstance(env, dict):
+        return []
+    return [
+        finding(
+            "secret-in-env",
+            host,
+            label,
+            "env",
+            f"env sets {key}, which looks like a secret.",
+            "env is written into the unit file (mode 0644) and shown by systemctl show to every local user.",
+            f"move {key} to secret_env: it goes to a root-only EnvironmentFile (0600) that systemd reads.",
+        )
+        for key in sorted(k for k in env if isinstance(k, str))
+        if any(word in key.upper() for word in SECRET_NAME_WORDS) and "API_KEY" not in key.upper()
+    ]
+
+
+def _secret_value_problem(value):
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return f"is a {type(value).__name__}, not a string"
+    return _text_problem(value)
+
+
+def check_secret_env(host, label, raw, reserved):
+    """secret_env: a mapping of valid names (not in env, not *reserved*) to one-line values; values never shown."""
+    secret = raw.get("secret_env", {})
+    if not isinstance(secret, dict):
+        return [
+            _secret_finding(host, label, "secret_env is not a mapping of names to values.", "write it as NAME: value")
+        ]
+    out = check_env_names(host, label, "secret_env", secret)
+    env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
+    for key in sorted(k for k in secret if isinstance(k, str)):
+        problem = _secret_value_problem(secret[key])
+        if problem:
+            out.append(_secret_finding(host, label, f"the value of {key} {problem} (not shown).", "correct the value"))
+        if key in env or key in reserved:
+            where = "env" if key in env else "volta.serving"
+            out.append(_secret_finding(host, label, f"{key} is also set by {where}.", f"remove {key} from one place"))
+    return out
+
+
+def _secret_finding(host, label, text, fix):
+    return finding(
+        "invalid-value",
+        host,
+        label,
+        "secret_env",
+        text,
+        "secret_env is written, one NAME=value line each, to the instance's root-only EnvironmentFile.",
+        f"{fix} in secret_env (values in Ansible Vault).",
+    )
+
+
+def secret_env_names(raw):
+    """The names of secret_env (the plan carries names only, never the values)."""
+    secret = raw.get("secret_env")
+    return sorted(k for k in secret if isinstance(k, str)) if isinstance(secret, dict) else []

@@ -20,7 +20,13 @@ import json
 import re
 
 from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
-from ansible_collections.volta.serving.plugins.module_utils._inputs import check_instance_text, check_server_inputs
+from ansible_collections.volta.serving.plugins.module_utils._inputs import (
+    check_instance_text,
+    check_secret_env,
+    check_server_inputs,
+    secret_env_names,
+    secret_names,
+)
 from ansible_collections.volta.serving.plugins.module_utils._rules import (
     ALLOWED,
     DTYPES,
@@ -126,6 +132,7 @@ OPTIONAL_FIELDS = (
     "backend_port",
     "extra_args",
     "env",
+    "secret_env",
     "allow",
 )
 KNOWN_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
@@ -415,10 +422,13 @@ def normalize_instance(raw, index, host, profiles):
             )
         ]
     inst, findings = _Normalizer(raw, index, host, profiles).run()
-    text_findings = check_instance_text(host, instance_label(raw, index), raw)
+    label = instance_label(raw, index)
+    text_findings = check_instance_text(host, label, raw)
+    text_findings += check_secret_env(host, label, raw, (*MANAGED_ENV, API_KEY_ENV))
     if text_findings:
         inst["plannable"] = False
-    findings += text_findings
+    findings += text_findings + secret_names(host, label, raw.get("env"))
+    inst["secret_env_names"] = secret_env_names(raw)
     resolve_scheduler(inst, profiles.get(inst["engine"], {}))
     return inst, findings
 
@@ -578,7 +588,10 @@ def plan_instance(inst, profile, engines_root, secrets_dir):
         "engine_dir": f"{engines_root.rstrip('/')}/{engine}/current",
         "argv": render_argv(inst, profile, engines_root, secrets_dir),
         "env": dict(sorted(env.items())),
-        "environment_file": environment_file(inst["name"], secrets_dir) if vllm_like else None,
+        "environment_file": environment_file(inst["name"], secrets_dir)
+        if vllm_like or inst["secret_env_names"]
+        else None,
+        "secret_env_names": list(inst["secret_env_names"]),
         "api_key_env": API_KEY_ENV if vllm_like else None,
         "api_key_file": None if vllm_like else api_key_file(inst["name"], secrets_dir),
         "allowed": [],

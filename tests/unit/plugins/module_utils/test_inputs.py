@@ -148,3 +148,56 @@ def test_control_characters_in_volta_server_text():
 def test_control_characters_lists_each_kind_once():
     assert _inputs.control_characters("a\nb\nc\t") == ["'\\n'", "'\\t'"]
     assert _inputs.control_characters("plain text / ok") == []
+
+
+# --- secrets in env, and secret_env -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "DB_PASSWORD", "MY_SECRET", "S3_KEY"])
+def test_secret_looking_env_names_warn(name):
+    rep = report(instances=[with_(INSTANCE, env={name: "v"})])
+    hits = [f for f in rep["findings"] if f["rule"] == "secret-in-env"]
+    assert [f["severity"] for f in hits] == ["warning"]
+    message = hits[0]["message"]
+    assert message.startswith(f"lab-host: instance m1: field env: env sets {name}, which looks like a secret.")
+    assert "written into the unit file (mode 0644) and shown by systemctl show" in message
+    assert f"Fix: move {name} to secret_env" in message
+
+
+def test_secret_env_reaches_the_plan_by_name_only():
+    rep = report(instances=[with_(INSTANCE, secret_env={"HF_TOKEN": "hf_secret_value_123"})])
+    assert rep["findings"] == []
+    entry = rep["plan"]["instances"][0]
+    assert entry["secret_env_names"] == ["HF_TOKEN"]
+    assert entry["environment_file"] == "/etc/volta/secrets/m1.env"
+    assert "hf_secret_value_123" not in repr(rep)
+
+
+def test_llamacpp_with_secret_env_gets_an_environment_file():
+    inst = with_(INSTANCE, engine="llamacpp", model="/srv/m.gguf", quantization="gguf", secret_env={"HF_TOKEN": "x"})
+    entry = report(instances=[inst])["plan"]["instances"][0]
+    assert entry["environment_file"] == "/etc/volta/secrets/m1.env"
+    assert entry["api_key_file"] == "/etc/volta/secrets/m1.key"
+    no_secret = report(instances=[with_(inst, secret_env={})])["plan"]["instances"][0]
+    assert no_secret["environment_file"] is None
+
+
+@pytest.mark.parametrize(
+    ("secret_env", "text"),
+    [
+        ("HF_TOKEN=x", "secret_env is not a mapping of names to values."),
+        ({"A B": "x"}, "secret_env name 'A B' is not a valid environment variable name."),
+        ({"HF_TOKEN": "hf_x\nUser=root"}, "the value of HF_TOKEN contains the control character(s) '\\n' (not shown)."),
+        ({"HF_TOKEN": ["x"]}, "the value of HF_TOKEN is a list, not a string (not shown)."),
+        ({"VLLM_API_KEY": "x"}, "VLLM_API_KEY is also set by volta.serving."),
+        ({"CUDA_VISIBLE_DEVICES": "0"}, "CUDA_VISIBLE_DEVICES is also set by volta.serving."),
+        ({"HF_HOME": "/x"}, "HF_HOME is also set by env."),
+    ],
+)
+def test_bad_secret_env_is_refused_without_showing_values(secret_env, text):
+    rep = report(instances=[with_(INSTANCE, secret_env=secret_env, env={"HF_HOME": "/srv/hf"})])
+    hits = [f for f in errors(rep) if f["field"] == "secret_env"]
+    assert len(hits) == 1, rep["findings"]
+    assert f"lab-host: instance m1: field secret_env: {text}" in hits[0]["message"]
+    assert "hf_x" not in hits[0]["message"]
+    assert rep["plan"]["instances"] == []

@@ -347,6 +347,8 @@ INVALID = [
      "flag-not-recorded", "warning", "flash-next-a", "extra_args", "--onecat-only-flag is not an option"),
     ("config-file-flag", SXM2, [with_(COMMAND_R, extra_args=["--config", "/srv/x.yaml"])], {},
      "config-file-flag", "error", "command-r", "extra_args", "--config reads more options from a YAML file."),
+    ("secret-in-env", SXM2, [with_(COMMAND_R, env={"HF_TOKEN": "hf_x"})], {},
+     "secret-in-env", "warning", "command-r", "env", "env sets HF_TOKEN, which looks like a secret."),
     # The gateway in plain HTTP for networks outside private ranges (_gateway).
     ("plain-http-public", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"]}},
      "plain-http-public", "error", None, "api_gateway_tls_certificate", "open to 0.0.0.0/0 over plain HTTP"),
