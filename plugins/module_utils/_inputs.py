@@ -187,3 +187,62 @@ def secret_env_names(raw):
     """The names of secret_env (the plan carries names only, never the values)."""
     secret = raw.get("secret_env")
     return sorted(k for k in secret if isinstance(k, str)) if isinstance(secret, dict) else []
+
+
+# Directories other programs keep files in: volta_secrets_dir must not be one of them (the role
+# makes it 0750 root:<service group> and deletes the key files it no longer needs from it).
+SHARED_DIRS = frozenset(
+    ("/", "/etc", "/etc/ssl", "/etc/ssl/private", "/etc/nginx", "/etc/systemd", "/etc/systemd/system",
+     "/etc/volta", "/root", "/home", "/var", "/var/lib", "/run", "/srv", "/opt", "/usr",
+     "/usr/local", "/usr/local/etc", "/boot", "/dev", "/proc", "/sys", "/mnt", "/media",
+     "/tmp", "/var/tmp")  # noqa: S108 - refused as secrets directories, never used
+)  # fmt: skip
+
+
+def _path_problem(path):
+    if not isinstance(path, str) or not path.startswith("/"):
+        return "is not an absolute path"
+    if control_characters(path) or any(c.isspace() for c in path):
+        return "contains whitespace or control characters"
+    if "//" in path.rstrip("/") or any(part in (".", "..") for part in path.split("/")):
+        return "is not a normalised path (no //, . or ..)"
+    return None
+
+
+def check_secrets_dir(host, path):
+    """volta_secrets_dir: an absolute, normalised path of a directory only volta.serving uses."""
+    problem = _path_problem(path)
+    if problem is None and (path.rstrip("/") or "/") in SHARED_DIRS:
+        problem = "is a directory other programs use"
+    if problem is None:
+        return []
+    return [
+        finding(
+            "invalid-value",
+            host,
+            None,
+            "volta_secrets_dir",
+            f"volta_secrets_dir {path!r} {problem}.",
+            "the key files live there; the role sets its mode to 0750 root:<service group> and deletes the key "
+            "files it wrote and no longer needs.",
+            "use a directory of its own, such as /etc/volta/secrets (the default).",
+        )
+    ]
+
+
+def check_engines_root(host, path):
+    """volta_engines_root: the programs' absolute path in ExecStart= (systemd needs one)."""
+    problem = _path_problem(path)
+    if problem is None:
+        return []
+    return [
+        finding(
+            "invalid-value",
+            host,
+            None,
+            "volta_engines_root",
+            f"volta_engines_root {path!r} {problem}.",
+            "every unit's ExecStart= starts with a program under it; systemd needs an absolute path.",
+            "use an absolute path such as /opt/volta/engines (the default).",
+        )
+    ]

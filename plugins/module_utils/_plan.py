@@ -21,8 +21,10 @@ import re
 
 from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
 from ansible_collections.volta.serving.plugins.module_utils._inputs import (
+    check_engines_root,
     check_instance_text,
     check_secret_env,
+    check_secrets_dir,
     check_server_inputs,
     secret_env_names,
     secret_names,
@@ -778,6 +780,7 @@ def build_report(
     """
     server, instances, findings = _host_inputs(host, server, instances)
     findings += check_server_inputs(host, server) + check_gateway(host, gateway)
+    findings += check_secrets_dir(host, secrets_dir) + check_engines_root(host, engines_root)
     merged, profile_findings = merge_profiles(profiles, host)
     islands, island_findings = _islands(host, server)
     findings += profile_findings + island_findings
