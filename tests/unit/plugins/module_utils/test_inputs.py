@@ -201,3 +201,43 @@ def test_bad_secret_env_is_refused_without_showing_values(secret_env, text):
     assert f"lab-host: instance m1: field secret_env: {text}" in hits[0]["message"]
     assert "hf_x" not in hits[0]["message"]
     assert rep["plan"]["instances"] == []
+
+
+# --- volta_secrets_dir and volta_engines_root ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        ("/etc", "is a directory other programs use"),
+        ("/etc/", "is a directory other programs use"),
+        ("/etc/ssl/private", "is a directory other programs use"),
+        ("/tmp", "is a directory other programs use"),
+        ("/", "is a directory other programs use"),
+        ("etc/volta/secrets", "is not an absolute path"),
+        ("/etc/volta/../ssl", "is not a normalised path (no //, . or ..)"),
+        ("/etc//ssl", "is not a normalised path (no //, . or ..)"),
+        ("/etc/volta/secrets\n", "contains whitespace or control characters"),
+    ],
+)
+def test_secrets_dir_must_be_a_dedicated_directory(path, problem):
+    rep = report(secrets_dir=path)
+    hits = [f for f in errors(rep) if f["field"] == "volta_secrets_dir"]
+    assert len(hits) == 1, rep["findings"]
+    assert hits[0]["message"].startswith(
+        f"lab-host: host-wide: field volta_secrets_dir: volta_secrets_dir {path!r} {problem}."
+    )
+    assert "Fix: use a directory of its own, such as /etc/volta/secrets (the default)." in hits[0]["message"]
+
+
+@pytest.mark.parametrize("path", ["/etc/volta/secrets", "/srv/volta-secrets/", "/var/lib/volta/keys"])
+def test_dedicated_secrets_dirs_pass(path):
+    assert _inputs.check_secrets_dir("h", path) == []
+
+
+@pytest.mark.parametrize("path", ["opt/volta", "/opt/volta engines", "/opt/./volta"])
+def test_engines_root_must_be_an_absolute_path(path):
+    rep = report(engines_root=path)
+    hits = [f for f in errors(rep) if f["field"] == "volta_engines_root"]
+    assert len(hits) == 1, rep["findings"]
+    assert f"volta_engines_root {path!r} " in hits[0]["message"]
