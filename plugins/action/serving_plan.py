@@ -49,6 +49,8 @@ ARGUMENT_SPEC = {
     "ram_need_gb": {"type": "dict"},
     "gpu_facts": {"type": "dict"},
     "gateway": {"type": "dict"},
+    "api_key_sha256": {"type": "dict"},
+    "lab": {"type": "bool"},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
 }
@@ -95,6 +97,17 @@ VAR_DEFAULTS = {
         " 'firewall_enabled': firewall_enabled | default(true) | bool,"
         " 'api_cidrs': firewall_api_cidrs | default([])}"
     ),
+    # The sha256 of each configured key (never the key), to refuse the published example keys.
+    "api_key_sha256": (
+        "dict((api_gateway_keys | default({}) | dict2items | selectattr('value')"
+        " | map(attribute='key') | map('regex_replace', '^', 'api_gateway_keys[') | map('regex_replace', '$', ']')"
+        " | list)"
+        " | zip(api_gateway_keys | default({}) | dict2items | selectattr('value')"
+        " | map(attribute='value') | map('string') | map('hash', 'sha256') | list))"
+        " | combine({'api_gateway_host_key': api_gateway_host_key | string | hash('sha256')}"
+        " if api_gateway_host_key | default('') | length > 0 else {})"
+    ),
+    "lab": "volta_lab | default(false) | bool",
 }
 
 
@@ -164,6 +177,8 @@ class ActionModule(ActionBase):
             ram_need_gb=args["ram_need_gb"],
             gpu_facts=gpu_facts,
             gateway=args.get("gateway"),
+            key_sha256=args.get("api_key_sha256"),
+            lab=bool(args.get("lab")),
         )
 
         result.update(

@@ -19,6 +19,7 @@ import copy
 import json
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils._example_keys import check_example_keys
 from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
 from ansible_collections.volta.serving.plugins.module_utils._inputs import (
     check_engines_root,
@@ -768,10 +769,13 @@ def build_report(
     ram_need_gb=None,
     gpu_facts=None,
     gateway=None,
+    key_sha256=None,
+    lab=False,
 ):
     """Check one host's instances and build its plan.
 
     *gateway*: the api_gateway settings that reach nginx (``_gateway.GATEWAY_KEYS``), or None.
+    *key_sha256*: where each configured key is set -> its sha256 (never the keys); *lab*: volta_lab.
 
     Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
@@ -781,6 +785,7 @@ def build_report(
     server, instances, findings = _host_inputs(host, server, instances)
     findings += check_server_inputs(host, server) + check_gateway(host, gateway)
     findings += check_secrets_dir(host, secrets_dir) + check_engines_root(host, engines_root)
+    findings += check_example_keys(host, key_sha256, lab)
     merged, profile_findings = merge_profiles(profiles, host)
     islands, island_findings = _islands(host, server)
     findings += profile_findings + island_findings

@@ -157,6 +157,7 @@ RULES = {
     "flag-not-recorded": (WARNING, False, "an extra_args flag not in the recorded flag list of vLLM"),
     "config-file-flag": (ERROR, False, "extra_args --config: options from a file preflight cannot check"),
     "secret-in-env": (WARNING, False, "an env name that looks like a secret (TOKEN, SECRET, PASSWORD, KEY)"),
+    "example-key": (ERROR, False, "a published example API key outside a lab inventory"),
     "plain-http-public": (ERROR, False, "the gateway open to non-private networks without TLS"),
     "plain-http-allowed": (WARNING, False, "plain HTTP to non-private networks, allowed explicitly"),
     "deprecated-env": (WARNING, False, "an environment variable the engine ignores"),

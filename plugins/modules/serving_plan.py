@@ -134,6 +134,16 @@ options:
         C(firewall_enabled) and C(api_cidrs) (plain HTTP to non-private networks is refused).
       - Defaults to those of C(api_gateway_*) and C(firewall_*) in the host's variables.
     type: dict
+  api_key_sha256:
+    description:
+      - Where each API key is set (V(api_gateway_keys[<name>]), V(api_gateway_host_key)) -> the sha256 of the key.
+        A published example key (the example inventories') is an error unless O(lab) is true. Never the keys.
+      - Defaults to the digests of C(api_gateway_keys) and C(api_gateway_host_key) in the host's variables.
+    type: dict
+  lab:
+    description:
+      - The inventory is a lab (C(volta_lab)); its published example keys are allowed.
+    type: bool
   report_warnings:
     description:
       - Print the warnings and allowed findings (Ansible's C(warnings)). Roles that rebuild the plan after

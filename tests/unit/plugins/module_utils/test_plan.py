@@ -349,6 +349,9 @@ INVALID = [
      "config-file-flag", "error", "command-r", "extra_args", "--config reads more options from a YAML file."),
     ("secret-in-env", SXM2, [with_(COMMAND_R, env={"HF_TOKEN": "hf_x"})], {},
      "secret-in-env", "warning", "command-r", "env", "env sets HF_TOKEN, which looks like a secret."),
+    ("example-key", PCIE, [], {"key_sha256": {"api_gateway_host_key":
+                                               "3bd21a57ec33298d55a85428f7d5c46fc44f7ad827f795fd1610d3d6c4956791"}},
+     "example-key", "error", None, "api_gateway_host_key", "is a published example key (from inventories/sim"),
     # The gateway in plain HTTP for networks outside private ranges (_gateway).
     ("plain-http-public", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"]}},
      "plain-http-public", "error", None, "api_gateway_tls_certificate", "open to 0.0.0.0/0 over plain HTTP"),
