@@ -154,6 +154,18 @@ def test_engine_listens_on_loopback_only(host):
     assert not host.socket(f"tcp://0.0.0.0:{BACKEND}").is_listening
 
 
+def test_only_listed_key_files_are_deleted(host):
+    # prepare.yml: retired.env/.key listed by an earlier run are gone; a file of another program in
+    # the directory and a manifest entry outside it are kept; the manifest lists what this run wrote.
+    assert not host.file("/etc/volta/secrets/retired.env").exists
+    assert not host.file("/etc/volta/secrets/retired.key").exists
+    assert host.file("/etc/volta/secrets/other-app.env").exists
+    assert host.file("/etc/volta/canary.env").exists
+    manifest = host.file("/etc/volta/secrets/.volta-serving-key-files")
+    assert (manifest.user, manifest.group, manifest.mode) == ("root", "root", 0o600)
+    assert manifest.content_string == "/etc/volta/secrets/chat.env\n"
+
+
 def test_retired_instance_removed(host):
     assert not host.file("/etc/systemd/system/volta-retired.service").exists
     assert not host.file("/etc/systemd/system/multi-user.target.wants/volta-retired.service").exists
