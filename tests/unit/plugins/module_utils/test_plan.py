@@ -22,6 +22,8 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import OVERRI
 REPO = Path(__file__).resolve().parents[4]
 VLLM_FLAGS = REPO / "tests" / "lab" / "pypi" / "vllm-flags" / "0.21.0.json"
 
+# sha256 of the published test key of inventories/sim (qwen72b).
+SIM_QWEN72B_KEY_SHA256 = "3bd21a57ec33298d55a85428f7d5c46fc44f7ad827f795fd1610d3d6c4956791"
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - the address the bind rule must reject
 SXM2 = {
     "gpu_model": "Tesla V100-SXM2-32GB",
@@ -349,8 +351,7 @@ INVALID = [
      "config-file-flag", "error", "command-r", "extra_args", "--config reads more options from a YAML file."),
     ("secret-in-env", SXM2, [with_(COMMAND_R, env={"HF_TOKEN": "hf_x"})], {},
      "secret-in-env", "warning", "command-r", "env", "env sets HF_TOKEN, which looks like a secret."),
-    ("example-key", PCIE, [], {"key_sha256": {"api_gateway_host_key":
-                                               "3bd21a57ec33298d55a85428f7d5c46fc44f7ad827f795fd1610d3d6c4956791"}},
+    ("example-key", PCIE, [], {"key_sha256": {"api_gateway_host_key": SIM_QWEN72B_KEY_SHA256}},
      "example-key", "error", None, "api_gateway_host_key", "is a published example key (from inventories/sim"),
     # The gateway in plain HTTP for networks outside private ranges (_gateway).
     ("plain-http-public", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"]}},
