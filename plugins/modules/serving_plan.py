@@ -271,9 +271,17 @@ plan:
           type: dict
           sample: {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
         environment_file:
-          description: The root-only EnvironmentFile that holds C(VLLM_API_KEY) (vLLM engines), else null.
+          description:
+            - The root-only (root:root 0600) EnvironmentFile that holds C(VLLM_API_KEY) (vLLM engines) and the
+              instance's C(secret_env); null for a llama.cpp instance without C(secret_env).
           type: str
           sample: /etc/volta/secrets/command-r.env
+        secret_env_names:
+          description: The names of the instance's C(secret_env) (written to RV(plan.instances[].environment_file));
+            never the values.
+          type: list
+          elements: str
+          sample: [HF_TOKEN]
         api_key_file:
           description: The root-only key file passed with C(--api-key-file) (llama.cpp), else null.
           type: str
