@@ -95,7 +95,10 @@ VAR_DEFAULTS = {
         " 'tls_private_key': api_gateway_tls_private_key | default('') | length > 0,"
         " 'allow_plain_http': api_gateway_allow_plain_http | default(false) | bool,"
         " 'firewall_enabled': firewall_enabled | default(true) | bool,"
-        " 'api_cidrs': firewall_api_cidrs | default([])}"
+        " 'api_cidrs': firewall_api_cidrs | default([]),"
+        " 'proxy_timeouts': {'connect': api_gateway_proxy_connect_timeout | default(10),"
+        " 'read': api_gateway_proxy_read_timeout | default(3600),"
+        " 'send': api_gateway_proxy_send_timeout | default(3600)}}"
     ),
     # The sha256 of each configured key (never the key), to refuse the published example keys.
     "api_key_sha256": (

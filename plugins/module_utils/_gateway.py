@@ -27,9 +27,11 @@ GATEWAY_KEYS = (
     "allow_plain_http",
     "firewall_enabled",
     "api_cidrs",
+    "proxy_timeouts",
 )
 # nginx sizes: a number of bytes, or with k/K, m/M, g/G (ngx_parse_offset).
 SIZE_RE = re.compile(r"\d{1,12}[kKmMgG]?")
+SECONDS_RE = re.compile(r"[1-9]\d{0,6}")
 EVERYWHERE = "0.0.0.0/0"
 # Networks that do not reach the internet: RFC 1918, loopback, link-local, CGNAT, IPv6 ULA.
 NON_PUBLIC = tuple(
@@ -115,6 +117,24 @@ def check_metrics_allow(host, value):
     return out
 
 
+def check_proxy_timeouts(host, timeouts):
+    """api_gateway_proxy_{connect,read,send}_timeout: whole seconds, pasted as ``<n>s``."""
+    out = []
+    for name, value in sorted((timeouts or {}).items()):
+        text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+        if not SECONDS_RE.fullmatch(text):
+            out.append(
+                _bad(
+                    host,
+                    f"api_gateway_proxy_{name}_timeout",
+                    f"{value!r} is not a whole number of seconds.",
+                    f"it is pasted into the nginx configuration as proxy_{name}_timeout <n>s.",
+                    "write a positive integer, for example 3600.",
+                )
+            )
+    return out
+
+
 def check_tls_pair(host, gateway):
     """TLS needs both the certificate and the key; one alone used to fall back to plain HTTP silently."""
     cert, key = bool(gateway.get("tls_certificate")), bool(gateway.get("tls_private_key"))
@@ -184,6 +204,7 @@ def check_gateway(host, gateway):
         check_body_size(host, gateway.get("client_max_body_size", "64m"))
         + check_listen_address(host, gateway.get("listen_address", ""))
         + check_metrics_allow(host, gateway.get("metrics_allow", []))
+        + check_proxy_timeouts(host, gateway.get("proxy_timeouts"))
         + check_tls_pair(host, gateway)
         + check_plain_http(host, gateway)
     )

@@ -129,8 +129,9 @@ options:
   gateway:
     description:
       - The api_gateway settings pasted into the nginx configuration, checked before anything is rendered
-        (C(listen_address), C(client_max_body_size), C(metrics_allow)), whether the TLS certificate and key are
-        set (C(tls_certificate), C(tls_private_key), booleans), C(allow_plain_http), and the firewall's
+        (C(listen_address), C(client_max_body_size), C(metrics_allow), C(proxy_timeouts)), whether the TLS
+        certificate and key are set (C(tls_certificate), C(tls_private_key), booleans), C(allow_plain_http), and the
+        firewall's
         C(firewall_enabled) and C(api_cidrs) (plain HTTP to non-private networks is refused).
       - Defaults to those of C(api_gateway_*) and C(firewall_*) in the host's variables.
     type: dict

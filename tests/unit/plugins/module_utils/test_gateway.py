@@ -129,3 +129,15 @@ def test_plain_http_opt_out_is_a_warning():
 )
 def test_tls_loopback_or_private_networks_pass(changes):
     assert findings(**changes) == []
+
+
+@pytest.mark.parametrize("value", ["10s; location /x { }", "0", -1, "", True, "1.5", "10\n"])
+def test_proxy_timeouts_must_be_whole_seconds(value):
+    found = findings(proxy_timeouts={"connect": 10, "read": value, "send": 3600})
+    assert [f["field"] for f in found] == ["api_gateway_proxy_read_timeout"]
+    assert f"{value!r} is not a whole number of seconds." in found[0]["message"]
+    assert "as proxy_read_timeout <n>s." in found[0]["message"]
+
+
+def test_proxy_timeouts_as_strings_pass():
+    assert _gateway.check_proxy_timeouts("h", {"connect": "10", "read": 3600, "send": "3600"}) == []
