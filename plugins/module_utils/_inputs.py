@@ -246,3 +246,17 @@ def check_engines_root(host, path):
             "use an absolute path such as /opt/volta/engines (the default).",
         )
     ]
+
+
+def profile_text_problem(profile):
+    """Why a profile override's program, flags or env cannot go into a unit file, or None."""
+    words = [profile.get("program")] if "program" in profile else []
+    words += list(profile.get("flags") or []) if isinstance(profile.get("flags"), list) else []
+    env = profile.get("env") if isinstance(profile.get("env"), dict) else {}
+    bad_names = [k for k in env if not (isinstance(k, str) and ENV_NAME_RE.fullmatch(k))]
+    if bad_names:
+        return f"env names {bad_names!r} are not valid environment variable names"
+    for word in words + [v for v in env.values() if isinstance(v, str)]:
+        if not isinstance(word, (str, int, float)) or isinstance(word, bool) or control_characters(word):
+            return f"{word!r} is not a one-line string"
+    return None

@@ -27,6 +27,7 @@ from ansible_collections.volta.serving.plugins.module_utils._inputs import (
     check_secret_env,
     check_secrets_dir,
     check_server_inputs,
+    profile_text_problem,
     secret_env_names,
     secret_names,
 )
@@ -189,6 +190,9 @@ def _profile_problem(engine, profile):
     bad_keys = sorted(set(profile) - set(PROFILE_KEYS))
     if bad_keys:
         return f"profile override for {engine!r} is not usable (unknown keys {bad_keys})."
+    text = profile_text_problem(profile)
+    if text:
+        return f"profile override for {engine!r} is not usable ({text})."
     mbt = profile.get("max_num_batched_tokens")
     if mbt is not None and not (_is_int(mbt) and mbt > 0):
         return f"profile override for {engine!r}: max_num_batched_tokens {mbt!r} is not a positive integer or null."

@@ -241,3 +241,20 @@ def test_engines_root_must_be_an_absolute_path(path):
     hits = [f for f in errors(rep) if f["field"] == "volta_engines_root"]
     assert len(hits) == 1, rep["findings"]
     assert f"volta_engines_root {path!r} " in hits[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("profile", "text"),
+    [
+        ({"flags": ["--enforce-eager\nExecStartPre=/bin/sh"]}, "is not a one-line string"),
+        ({"program": "venv/bin/vllm\n"}, "is not a one-line string"),
+        ({"env": {"A B": "1"}}, "env names ['A B'] are not valid environment variable names"),
+        ({"env": {"HF_HOME": "/x\n"}}, "is not a one-line string"),
+    ],
+)
+def test_profile_overrides_with_control_characters_are_refused(profile, text):
+    rep = report(profiles={"vllm": profile})
+    hits = [f for f in errors(rep) if f["field"] == "preflight_engine_profiles"]
+    assert len(hits) == 1, rep["findings"]
+    assert "profile override for 'vllm' is not usable (" in hits[0]["message"]
+    assert text in hits[0]["message"]
