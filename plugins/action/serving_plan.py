@@ -53,6 +53,9 @@ ARGUMENT_SPEC = {
     "engine_pythons": {"type": "dict"},
     "python_uv_version": {"type": "str"},
     "onecat_wheel": {"type": "str"},
+    "gateway": {"type": "dict"},
+    "api_key_sha256": {"type": "dict"},
+    "lab": {"type": "bool"},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
 }
@@ -94,6 +97,31 @@ VAR_DEFAULTS = {
     "engine_pythons": "{'vllm': engine_python | default(''), 'onecat': engine_onecat_python | default('')}",
     "python_uv_version": "engine_python_uv_version | default('')",
     "onecat_wheel": "engine_onecat_wheel_url | default('') | basename",
+    # The settings the gateway pastes into nginx; of the TLS certificate and key only whether set.
+    "gateway": (
+        "{'listen_address': api_gateway_listen_address | default(''),"
+        " 'client_max_body_size': api_gateway_client_max_body_size | default('64m'),"
+        " 'metrics_allow': api_gateway_metrics_allow | default([]),"
+        " 'tls_certificate': api_gateway_tls_certificate | default('') | length > 0,"
+        " 'tls_private_key': api_gateway_tls_private_key | default('') | length > 0,"
+        " 'allow_plain_http': api_gateway_allow_plain_http | default(false) | bool,"
+        " 'firewall_enabled': firewall_enabled | default(true) | bool,"
+        " 'api_cidrs': firewall_api_cidrs | default([]),"
+        " 'proxy_timeouts': {'connect': api_gateway_proxy_connect_timeout | default(10),"
+        " 'read': api_gateway_proxy_read_timeout | default(3600),"
+        " 'send': api_gateway_proxy_send_timeout | default(3600)}}"
+    ),
+    # The sha256 of each configured key (never the key), to refuse the published example keys.
+    "api_key_sha256": (
+        "dict((api_gateway_keys | default({}) | dict2items | selectattr('value')"
+        " | map(attribute='key') | map('regex_replace', '^', 'api_gateway_keys[') | map('regex_replace', '$', ']')"
+        " | list)"
+        " | zip(api_gateway_keys | default({}) | dict2items | selectattr('value')"
+        " | map(attribute='value') | map('string') | map('hash', 'sha256') | list))"
+        " | combine({'api_gateway_host_key': api_gateway_host_key | string | hash('sha256')}"
+        " if api_gateway_host_key | default('') | length > 0 else {})"
+    ),
+    "lab": "volta_lab | default(false) | bool",
 }
 
 
@@ -165,6 +193,9 @@ class ActionModule(ActionBase):
             model_facts=args.get("model_facts"),
             platform={"host": args.get("host_platform"), "engine_pythons": args.get("engine_pythons"),
                       "uv_python": args.get("python_uv_version"), "onecat_wheel": args.get("onecat_wheel")},
+            gateway=args.get("gateway"),
+            key_sha256=args.get("api_key_sha256"),
+            lab=bool(args.get("lab")),
         )
 
         result.update(

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters volta.serving.systemd_exec and volta.serving.systemd_env: argv and environment for unit files."""
+"""Filters volta.serving.systemd_exec, systemd_env and systemd_env_file: argv and environment for systemd."""
 
 from __future__ import annotations
 
@@ -44,15 +44,43 @@ def systemd_exec(argv):
     return " ".join(systemd_exec_word(word) for word in argv)
 
 
+def _env_name(name, what):
+    key = _check(name, what)
+    if not key or not (key[0].isalpha() or key[0] == "_") or not all(c.isalnum() or c == "_" for c in key):
+        raise AnsibleFilterError(f"{what}: {key!r} is not a valid environment variable name")
+    return key
+
+
+def systemd_env_file(env):
+    """A mapping as the text of an EnvironmentFile=: one NAME="value" line per item, sorted by name.
+
+    In double quotes systemd's env-file parser takes a backslash before one of " \\ ` $ as that
+    character, so those four are escaped and every value reads back unchanged. Values are never
+    put into an error message (they are secrets).
+    """
+    if not isinstance(env, dict):
+        raise AnsibleFilterError("systemd_env_file: expected a mapping")
+    lines = []
+    for name in sorted(env):
+        key = _env_name(name, "systemd_env_file")
+        value = env[name]
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise AnsibleFilterError(f"systemd_env_file: the value of {key} is not a string (not shown)")
+        text = str(value)
+        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise AnsibleFilterError(f"systemd_env_file: the value of {key} contains a control character (not shown)")
+        escaped = "".join("\\" + c if c in '"\\`$' else c for c in text)
+        lines.append(f'{key}="{escaped}"\n')
+    return "".join(lines)
+
+
 def systemd_env(env):
     """A mapping as the words of Environment= lines: one quoted NAME=value per item, sorted by name."""
     if not isinstance(env, dict):
         raise AnsibleFilterError(f"systemd_env: expected a mapping, got {env!r}")
     out = []
     for name in sorted(env):
-        key = _check(name, "systemd_env")
-        if not key or not (key[0].isalpha() or key[0] == "_") or not all(c.isalnum() or c == "_" for c in key):
-            raise AnsibleFilterError(f"systemd_env: {key!r} is not a valid environment variable name")
+        key = _env_name(name, "systemd_env")
         value = env[name]
         value = "" if value is None else _check(value, "systemd_env")
         out.append(_quote(f"{key}={value}", dollar=False))
@@ -61,4 +89,4 @@ def systemd_env(env):
 
 class FilterModule:
     def filters(self):
-        return {"systemd_exec": systemd_exec, "systemd_env": systemd_env}
+        return {"systemd_exec": systemd_exec, "systemd_env": systemd_env, "systemd_env_file": systemd_env_file}

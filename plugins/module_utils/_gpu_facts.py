@@ -27,6 +27,10 @@ STATUS_OK = "ok"
 STATUS_NO_DRIVER = "no_driver"
 STATUS_DRIVER_MISMATCH = "driver_mismatch"
 STATUS_NO_DEVICES = "no_devices"
+STATUS_TIMEOUT = "timeout"
+# Exit status of coreutils timeout(1) when the command ran out of time (124), or was killed after
+# --kill-after (128 + 9).
+TIMEOUT_RCS = (124, 137)
 
 # What nvidia-smi prints when it cannot report GPUs (matched as substrings of stdout + stderr).
 _NO_DRIVER_MARKERS = (
@@ -280,6 +284,15 @@ def _add_proc_version(facts, proc_version_text):
 def missing_binary_facts(message, proc_version_text=None):
     """Facts for a host where the nvidia-smi program itself is absent."""
     return _add_proc_version(empty_facts(STATUS_NO_DRIVER, message), proc_version_text)
+
+
+def timeout_facts(command, seconds, proc_version_text=None):
+    """Facts for an nvidia-smi that did not answer within *seconds* (a hung driver): status timeout."""
+    facts = empty_facts(
+        STATUS_TIMEOUT, f"{' '.join(command)} did not answer within {seconds} s (a hung driver or GPU?)"
+    )
+    facts["command"] = list(command)
+    return _add_proc_version(facts, proc_version_text)
 
 
 def build_facts(query_rc, query_output, topo_rc=None, topo_output=None, proc_version_text=None):

@@ -19,6 +19,18 @@ import copy
 import json
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils._example_keys import check_example_keys
+from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
+from ansible_collections.volta.serving.plugins.module_utils._inputs import (
+    check_engines_root,
+    check_instance_text,
+    check_secret_env,
+    check_secrets_dir,
+    check_server_inputs,
+    profile_text_problem,
+    secret_env_names,
+    secret_names,
+)
 from ansible_collections.volta.serving.plugins.module_utils._model_rules import check_models, infer_families
 from ansible_collections.volta.serving.plugins.module_utils._rules import (
     ALLOWED,
@@ -46,6 +58,7 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
     throughput_mode,
     vllm_default_mbt,
 )
+from ansible_collections.volta.serving.plugins.module_utils._vllm_cli import check_flags, resolve_args
 
 BIND_HOST = "127.0.0.1"
 BACKEND_PORT_OFFSET = 10000
@@ -125,10 +138,11 @@ OPTIONAL_FIELDS = (
     "backend_port",
     "extra_args",
     "env",
+    "secret_env",
     "allow",
 )
 KNOWN_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 
 # Flags the plan sets from a field; extra_args must not repeat them.
 MANAGED_FLAGS = {
@@ -178,6 +192,9 @@ def _profile_problem(engine, profile):
     bad_keys = sorted(set(profile) - set(PROFILE_KEYS))
     if bad_keys:
         return f"profile override for {engine!r} is not usable (unknown keys {bad_keys})."
+    text = profile_text_problem(profile)
+    if text:
+        return f"profile override for {engine!r} is not usable ({text})."
     mbt = profile.get("max_num_batched_tokens")
     if mbt is not None and not (_is_int(mbt) and mbt > 0):
         return f"profile override for {engine!r}: max_num_batched_tokens {mbt!r} is not a positive integer or null."
@@ -221,8 +238,8 @@ class _Normalizer:
     def __init__(self, raw, index, host, profiles):
         self.raw, self.index, self.host, self.profiles = raw, index, host, profiles
         self.findings = []
-        self.label = raw.get("name") if isinstance(raw.get("name"), str) and raw.get("name") else f"#{index}"
-        self.inst = {"name": None, "plannable": True}
+        self.label = instance_label(raw, index)
+        self.inst = {"name": None, "plannable": True, "flag_problems": []}
 
     def bad(self, rule, field, text, why, fix):
         self.findings.append(finding(rule, self.host, self.label, field, text, why, fix))
@@ -289,7 +306,7 @@ class _Normalizer:
     def _identity(self):
         inst = self.inst
         name = self.raw.get("name")
-        if name not in (None, "") and not (isinstance(name, str) and _NAME_RE.match(name)):
+        if name not in (None, "") and not (isinstance(name, str) and _NAME_RE.fullmatch(name)):
             self.invalid(
                 "name", f"name {name!r} cannot be part of a systemd unit name.", "letters, digits, '-', '_', '.'"
             )
@@ -351,12 +368,19 @@ class _Normalizer:
             backend = None
         inst["backend_port"] = backend
 
+    def _resolved(self, args):
+        """vLLM engines: every flag written out in full, as the pinned parser reads it (_vllm_cli)."""
+        if self.inst["engine"] not in VLLM_ENGINES:
+            return args
+        tokens, self.inst["flag_problems"] = resolve_args(args)
+        return tokens
+
     def _passthrough(self):
         inst = self.inst
         extra = self.raw.get("extra_args", [])
         inst["extra_args"] = None
         if isinstance(extra, list) and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in extra):
-            inst["extra_args"] = [str(a) for a in extra]
+            inst["extra_args"] = self._resolved([str(a) for a in extra])
         else:
             self.invalid("extra_args", f"extra_args {extra!r} is not a list of strings.", "a list")
         env = self.raw.get("env", {})
@@ -374,6 +398,12 @@ class _Normalizer:
         if inst["engine"] in VLLM_ENGINES:
             given = flag_values(inst["extra_args"] or [], ("--attention-backend",))
             inst["attention_backend"] = given[-1] if given else self.profile.get("attention_backend")
+
+
+def instance_label(raw, index):
+    """How findings name a raw instance: its name when it is a valid one, else ``#<index>``."""
+    name = raw.get("name")
+    return name if isinstance(name, str) and _NAME_RE.fullmatch(name) else f"#{index}"
 
 
 def _env_value(value):
@@ -403,6 +433,13 @@ def normalize_instance(raw, index, host, profiles):
             )
         ]
     inst, findings = _Normalizer(raw, index, host, profiles).run()
+    label = instance_label(raw, index)
+    text_findings = check_instance_text(host, label, raw)
+    text_findings += check_secret_env(host, label, raw, (*MANAGED_ENV, API_KEY_ENV))
+    if text_findings:
+        inst["plannable"] = False
+    findings += text_findings + secret_names(host, label, raw.get("env"))
+    inst["secret_env_names"] = secret_env_names(raw)
     resolve_scheduler(inst, profiles.get(inst["engine"], {}))
     return inst, findings
 
@@ -562,7 +599,10 @@ def plan_instance(inst, profile, engines_root, secrets_dir):
         "engine_dir": f"{engines_root.rstrip('/')}/{engine}/current",
         "argv": render_argv(inst, profile, engines_root, secrets_dir),
         "env": dict(sorted(env.items())),
-        "environment_file": environment_file(inst["name"], secrets_dir) if vllm_like else None,
+        "environment_file": environment_file(inst["name"], secrets_dir)
+        if vllm_like or inst["secret_env_names"]
+        else None,
+        "secret_env_names": list(inst["secret_env_names"]),
         "api_key_env": API_KEY_ENV if vllm_like else None,
         "api_key_file": None if vllm_like else api_key_file(inst["name"], secrets_dir),
         "allowed": [],
@@ -702,6 +742,7 @@ def _check_all(normalised, ctx, server, gpu_facts):
     for inst in checked:
         findings += check_instance(inst, ctx)
         findings += check_managed(inst, ctx, MANAGED_FLAGS[inst["engine"]], MANAGED_ENV)
+        findings += check_flags(inst, ctx)
     findings += check_gpus(normalised, ctx)
     findings += check_ports([inst for inst in normalised if inst["name"]], ctx)
     findings += check_software(checked, ctx)
@@ -749,8 +790,14 @@ def build_report(
     gpu_facts=None,
     model_facts=None,
     platform=None,
+    gateway=None,
+    key_sha256=None,
+    lab=False,
 ):
     """Check one host's instances and build its plan.
+
+    *gateway*: the api_gateway settings that reach nginx (``_gateway.GATEWAY_KEYS``), or None.
+    *key_sha256*: where each configured key is set -> its sha256 (never the keys); *lab*: volta_lab.
 
     Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
@@ -762,6 +809,9 @@ def build_report(
     ``uv_python`` and ``onecat_wheel``.
     """
     server, instances, findings = _host_inputs(host, server, instances)
+    findings += check_server_inputs(host, server) + check_gateway(host, gateway)
+    findings += check_secrets_dir(host, secrets_dir) + check_engines_root(host, engines_root)
+    findings += check_example_keys(host, key_sha256, lab)
     merged, profile_findings = merge_profiles(profiles, host)
     islands, island_findings = _islands(host, server)
     findings += profile_findings + island_findings

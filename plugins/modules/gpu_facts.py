@@ -33,6 +33,15 @@ options:
         RV(ansible_facts.volta_gpu.kernel_module) are V(null).
     type: path
     default: /proc/driver/nvidia/version
+  timeout:
+    description:
+      - Seconds each C(nvidia-smi) call may take. A call that takes longer (a hung driver) is stopped
+        (coreutils C(timeout), then C(SIGKILL) 5 s later) and the fact reports
+        RV(ansible_facts.volta_gpu.status=timeout) with the RV(ansible_facts.volta_gpu.command), so one hung
+        host does not hang the whole run.
+      - V(0) waits without a limit.
+    type: int
+    default: 30
 attributes:
   check_mode:
     support: full
@@ -91,9 +100,16 @@ ansible_facts:
               (typically after a driver upgrade, until reboot).
             - V(no_devices) when the driver runs but finds no usable GPU (for example a driver newer than
               the 580 branch, or the open kernel modules, on Volta GPUs).
+            - V(timeout) when C(nvidia-smi) did not answer within O(timeout) seconds.
           type: str
           returned: always
           sample: ok
+        command:
+          description: The C(nvidia-smi) command that did not answer in time.
+          type: list
+          elements: str
+          returned: when RV(ansible_facts.volta_gpu.status=timeout)
+          sample: [nvidia-smi, topo, -m]
         message:
           description: One human-readable line about the status.
           type: str
@@ -188,12 +204,22 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import (
     QUERY_ARGS,
+    TIMEOUT_RCS,
     TOPO_ARGS,
     GpuFactsError,
     build_facts,
     missing_binary_facts,
     needs_topology,
+    timeout_facts,
 )
+
+
+class _TimedOut(Exception):
+    """nvidia-smi did not answer in time; carries the command as it was asked for."""
+
+    def __init__(self, command):
+        super().__init__(command)
+        self.command = command
 
 
 def _find_nvidia_smi(module, name):
@@ -213,8 +239,13 @@ def _read_proc_version(module, path):
 
 
 def _run(module, binary, args):
-    """Run nvidia-smi; on failure its message may be on either stream, so return both."""
-    rc, out, err = module.run_command([binary, *args], check_rc=False)
+    """Run nvidia-smi under timeout(1); on failure its message may be on either stream, so return both."""
+    seconds = module.params["timeout"]
+    limit = module.get_bin_path("timeout") if seconds > 0 else None
+    prefix = [limit, "--kill-after=5", str(seconds)] if limit else []
+    rc, out, err = module.run_command([*prefix, binary, *args], check_rc=False)
+    if limit and rc in TIMEOUT_RCS:
+        raise _TimedOut([binary, *args])
     if rc == 0:
         return rc, out
     return rc, "\n".join(part for part in (out, err) if part)
@@ -225,9 +256,12 @@ def main():
         argument_spec=dict(
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             proc_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
+            timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
+    if module.params["timeout"] < 0:
+        module.fail_json(msg=f"timeout {module.params['timeout']} is negative: give seconds, or 0 for no limit.")
     proc_text = _read_proc_version(module, module.params["proc_version_path"])
     binary = _find_nvidia_smi(module, module.params["nvidia_smi"])
     try:
@@ -239,6 +273,8 @@ def main():
             if needs_topology(query_rc, query_out):
                 topo_rc, topo_out = _run(module, binary, TOPO_ARGS)
             facts = build_facts(query_rc, query_out, topo_rc, topo_out, proc_text)
+    except _TimedOut as exc:
+        facts = timeout_facts(exc.command, module.params["timeout"], proc_text)
     except GpuFactsError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, ansible_facts={"volta_gpu": facts})

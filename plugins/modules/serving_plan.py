@@ -159,6 +159,25 @@ options:
       - The file name of the 1Cat-vLLM wheel (the basename of C(engine_onecat_wheel_url)); its C(cpXY) tag is the
         Python it needs. Empty takes the release's wheel name (C(cp312)).
     type: str
+  gateway:
+    description:
+      - The api_gateway settings pasted into the nginx configuration, checked before anything is rendered
+        (C(listen_address), C(client_max_body_size), C(metrics_allow), C(proxy_timeouts)), whether the TLS
+        certificate and key are set (C(tls_certificate), C(tls_private_key), booleans), C(allow_plain_http), and the
+        firewall's
+        C(firewall_enabled) and C(api_cidrs) (plain HTTP to non-private networks is refused).
+      - Defaults to those of C(api_gateway_*) and C(firewall_*) in the host's variables.
+    type: dict
+  api_key_sha256:
+    description:
+      - Where each API key is set (V(api_gateway_keys[<name>]), V(api_gateway_host_key)) -> the sha256 of the key.
+        A published example key (the example inventories') is an error unless O(lab) is true. Never the keys.
+      - Defaults to the digests of C(api_gateway_keys) and C(api_gateway_host_key) in the host's variables.
+    type: dict
+  lab:
+    description:
+      - The inventory is a lab (C(volta_lab)); its published example keys are allowed.
+    type: bool
   report_warnings:
     description:
       - Print the warnings and allowed findings (Ansible's C(warnings)). Roles that rebuild the plan after
@@ -287,9 +306,17 @@ plan:
           type: dict
           sample: {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
         environment_file:
-          description: The root-only EnvironmentFile that holds C(VLLM_API_KEY) (vLLM engines), else null.
+          description:
+            - The root-only (root:root 0600) EnvironmentFile that holds C(VLLM_API_KEY) (vLLM engines) and the
+              instance's C(secret_env); null for a llama.cpp instance without C(secret_env).
           type: str
           sample: /etc/volta/secrets/command-r.env
+        secret_env_names:
+          description: The names of the instance's C(secret_env) (written to RV(plan.instances[].environment_file));
+            never the values.
+          type: list
+          elements: str
+          sample: [HF_TOKEN]
         api_key_file:
           description: The root-only key file passed with C(--api-key-file) (llama.cpp), else null.
           type: str

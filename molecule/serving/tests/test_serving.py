@@ -23,6 +23,7 @@ V100, CLIENT = "serving-v100", "serving-client"
 HOST_VARS = SCENARIO["provisioner"]["inventory"]["host_vars"][V100]
 INSTANCE = HOST_VARS["volta_instances"][0]
 KEY = HOST_VARS["api_gateway_keys"][INSTANCE["name"]]
+SECRET = INSTANCE["secret_env"]["HF_TOKEN"].replace("$$", "$")  # molecule.yml escapes $ as $$
 PUBLIC = INSTANCE["port"]
 BACKEND = PUBLIC + 10000
 UNIT = f"volta-{INSTANCE['name']}.service"
@@ -115,6 +116,8 @@ def test_unit_running_as_service_user_with_hardening(host):
         'Environment="CUDA_DEVICE_ORDER=PCI_BUS_ID"',
         "EnvironmentFile=/etc/volta/secrets/chat.env",
         "TimeoutStartSec=1800",
+        "IPAddressDeny=any",
+        "IPAddressAllow=localhost",
     ):
         assert line in content.splitlines(), line
     assert f"--host 127.0.0.1 --port {BACKEND}" in content
@@ -129,16 +132,38 @@ def test_unit_passes_systemd_analyze_verify(host):
     assert host.run(f"systemd-analyze verify /etc/systemd/system/{UNIT}").rc == 0
 
 
-def test_environment_file_is_the_service_users_only(host):
+def test_environment_file_is_roots_only(host):
+    # systemd reads it as root before dropping to volta: the engine cannot read its own key file.
     env = host.file("/etc/volta/secrets/chat.env")
-    assert env.user == "volta"
-    assert env.mode == 0o600
+    assert (env.user, env.group, env.mode) == ("root", "root", 0o600)
     assert host.file("/etc/volta/secrets").mode == 0o750
+    assert host.run("runuser -u volta -- cat /etc/volta/secrets/chat.env").rc != 0
+
+
+def test_secret_env_reaches_the_engine_but_not_the_unit(host):
+    unit = host.file(f"/etc/systemd/system/{UNIT}").content_string
+    assert "HF_TOKEN" not in unit
+    assert SECRET not in host.check_output(f"systemctl show -p Environment {UNIT}")
+    pid = host.check_output(f"systemctl show -p MainPID --value {UNIT}")
+    environ = host.check_output(f"cat /proc/{pid}/environ | tr '\\0' '\\n'").splitlines()
+    assert f"HF_TOKEN={SECRET}" in environ
 
 
 def test_engine_listens_on_loopback_only(host):
     assert host.socket(f"tcp://127.0.0.1:{BACKEND}").is_listening
     assert not host.socket(f"tcp://0.0.0.0:{BACKEND}").is_listening
+
+
+def test_only_listed_key_files_are_deleted(host):
+    # prepare.yml: retired.env/.key listed by an earlier run are gone; a file of another program in
+    # the directory and a manifest entry outside it are kept; the manifest lists what this run wrote.
+    assert not host.file("/etc/volta/secrets/retired.env").exists
+    assert not host.file("/etc/volta/secrets/retired.key").exists
+    assert host.file("/etc/volta/secrets/other-app.env").exists
+    assert host.file("/etc/volta/canary.env").exists
+    manifest = host.file("/etc/volta/secrets/.volta-serving-key-files")
+    assert (manifest.user, manifest.group, manifest.mode) == ("root", "root", 0o600)
+    assert manifest.content_string == "/etc/volta/secrets/chat.env\n"
 
 
 def test_retired_instance_removed(host):
@@ -225,9 +250,10 @@ def test_key_not_in_ansible_output():
     # ANSIBLE_LOG_PATH (molecule.yml): the output of every ansible-playbook run of this scenario
     # (prepare, converge, idempotence, ...). It must hold the converge run and not the key.
     content = ANSIBLE_LOG.read_text(errors="replace")
-    assert "volta.serving.api_gateway : Write the key files of the engines" in content
+    assert "volta.serving.api_gateway : Write the environment files of the engines" in content
     assert "censored" in content
     assert KEY not in content
+    assert SECRET not in content
 
 
 def test_key_only_in_the_key_files():

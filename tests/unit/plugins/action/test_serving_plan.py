@@ -175,6 +175,10 @@ def test_action_run_reads_every_input_from_the_host_variables():
         ({"api_gateway_host_key": "h" * 32}, None),
         ({"api_gateway_host_key": ""}, "no-api-key"),
         ({"api_gateway_generate_keys": True}, None),
+        # A published example key (inventories/sim), refused unless the inventory is a lab.
+        ({"api_gateway_keys": {"command-r": "sim-test-key-command-r-not-secret"}}, "example-key"),
+        ({"api_gateway_host_key": "sim-test-key-qwen72b-not-secret"}, "example-key"),
+        ({"api_gateway_keys": {"command-r": "sim-test-key-command-r-not-secret"}, "volta_lab": True}, None),
         # Driver, CUDA and torch versions from the roles' variables.
         ({"api_gateway_generate_keys": True, "nvidia_driver_branch": 590}, "driver-branch-above-580"),
         ({"api_gateway_generate_keys": True, "nvidia_driver_kernel_module": "open"}, "driver-open-modules"),
@@ -190,6 +194,16 @@ def test_action_run_defaults_follow_the_host_variables(host_vars, rule):
     result = make_action({}).run(task_vars=task_vars)
     errors = sorted({f["rule"] for f in result["findings"] if f["severity"] == "error"})
     assert errors == ([rule] if rule else []), result["msg"]
+
+
+def test_action_run_names_the_example_key_and_never_shows_it():
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R],
+                 "api_gateway_keys": {"command-r": "sim-test-key-command-r-not-secret", "other": "x" * 32}}  # fmt: skip
+    result = make_action({}).run(task_vars=task_vars)
+    assert result["failed"]
+    assert "server-a: host-wide: field api_gateway_keys[command-r]: api_gateway_keys[command-r] is a published " \
+        "example key (from inventories/sim (command-r))." in result["msg"]
+    assert "sim-test-key-command-r-not-secret" not in json.dumps(result, default=str)
 
 
 def test_action_run_arguments_win_over_host_variables():
@@ -327,6 +341,19 @@ def test_preflight_playbook_passes_on_shipped_inventories(name, hosts, tmp_path)
             ("command-r", False),
             ("deepseek-lite", True),
         ]
+
+
+def test_preflight_playbook_refuses_the_lab_keys_in_a_copy_that_is_not_a_lab(tmp_path):
+    # "Copy this inventory" without deleting the published example keys: preflight stops.
+    inventory = unreachable_copy("lab", tmp_path)
+    (inventory / "group_vars" / "all" / "lab.yml").unlink()
+    rc, out = run_preflight(inventory, tmp_path)
+    assert rc != 0, out
+    for name in ("qwen72b", "deepseek-lite"):
+        assert (f"server-a: host-wide: field api_gateway_keys[{name}]: api_gateway_keys[{name}] is a published "
+                f"example key (from inventories/lab ({name}))") in out, out  # fmt: skip
+    for key in inventory_keys("lab"):
+        assert key not in out
 
 
 def test_preflight_playbook_fails_listing_every_finding_of_every_host(tmp_path):

@@ -23,6 +23,8 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import OVERRI
 REPO = Path(__file__).resolve().parents[4]
 VLLM_FLAGS = REPO / "tests" / "lab" / "pypi" / "vllm-flags" / "0.21.0.json"
 
+# sha256 of the published test key of inventories/sim (qwen72b).
+SIM_QWEN72B_KEY_SHA256 = "3bd21a57ec33298d55a85428f7d5c46fc44f7ad827f795fd1610d3d6c4956791"
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - the address the bind rule must reject
 SXM2 = {
     "gpu_model": "Tesla V100-SXM2-32GB",
@@ -341,6 +343,22 @@ INVALID = [
      "allow-invalid", "error", "flash-next-a", "allow[0]", "known rule id"),
     ("allow-unused", PCIE, [with_(FLASH_NEXT_A, allow=[{"rule": "nvfp4-moe-tp", "reason": "tested on 1.6"}])], {},
      "allow-unused", "warning", "flash-next-a", "allow[0]", "matches no finding"),
+    # extra_args read as the pinned vLLM parser reads them (recorded flag list of vLLM 0.21.0).
+    ("unknown-flag", SXM2, [with_(COMMAND_R, extra_args=["--enforce-eagerly"])], {},
+     "unknown-flag", "error", "command-r", "extra_args", "--enforce-eagerly is not an option of vllm serve 0.21.0"),
+    ("flag-not-recorded", PCIE, [with_(FLASH_NEXT_A, extra_args=["--onecat-only-flag"])], {},
+     "flag-not-recorded", "warning", "flash-next-a", "extra_args", "--onecat-only-flag is not an option"),
+    ("config-file-flag", SXM2, [with_(COMMAND_R, extra_args=["--config", "/srv/x.yaml"])], {},
+     "config-file-flag", "error", "command-r", "extra_args", "--config reads more options from a YAML file."),
+    ("secret-in-env", SXM2, [with_(COMMAND_R, env={"HF_TOKEN": "hf_x"})], {},
+     "secret-in-env", "warning", "command-r", "env", "env sets HF_TOKEN, which looks like a secret."),
+    ("example-key", PCIE, [], {"key_sha256": {"api_gateway_host_key": SIM_QWEN72B_KEY_SHA256}},
+     "example-key", "error", None, "api_gateway_host_key", "is a published example key (from inventories/sim"),
+    # The gateway in plain HTTP for networks outside private ranges (_gateway).
+    ("plain-http-public", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"]}},
+     "plain-http-public", "error", None, "api_gateway_tls_certificate", "open to 0.0.0.0/0 over plain HTTP"),
+    ("plain-http-allowed", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"], "allow_plain_http": True}},
+     "plain-http-allowed", "warning", None, "api_gateway_tls_certificate", "open to 0.0.0.0/0 over plain HTTP"),
     # Detected GPUs differ from volta_server.
     ("gpu-facts-mismatch", SXM2, [], {"gpu_facts": {
         "status": "ok", "gpu_count": 8, "nvlink_islands": [], "min_compute_capability": "7.0",

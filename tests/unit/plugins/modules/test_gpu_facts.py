@@ -207,11 +207,13 @@ def test_main_on_real_capture(capsys, fake_smi):
     assert facts["kernel_module"] == "open"
     assert facts["loaded_driver_version"] == facts["driver_version"] == "580.159.04"
     assert facts["min_compute_capability"] == "9.0"
-    assert runner.calls[0][1:] == [
+    # Each call runs under timeout(1) with the default 30 s: timeout --kill-after=5 30 nvidia-smi ARGS.
+    assert runner.calls[0][1:3] == ["--kill-after=5", "30"]
+    assert runner.calls[0][-2:] == [
         "--query-gpu=index,pci.bus_id,name,uuid,compute_cap,memory.total,driver_version,persistence_mode",
         "--format=csv,noheader,nounits",
     ]
-    assert runner.calls[1][1:] == ["topo", "-m"]
+    assert runner.calls[1][-2:] == ["topo", "-m"]
 
 
 @pytest.mark.parametrize(
@@ -260,3 +262,39 @@ def test_main_failure_runs_no_topology(capsys, fake_smi, tmp_path, query, status
     assert rc == 0
     assert result["ansible_facts"]["volta_gpu"]["status"] == status
     assert len(runner.calls) == 1, "topo -m must not run when the query found no GPU"
+
+
+# A hung driver: nvidia-smi never answers. A real script that sleeps, run for real (no fake runner).
+HUNG = """#!/bin/sh
+case "$*" in
+  *--query-gpu*) {query} ;;
+  *) sleep 30 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("query", "hung_args"),
+    [("sleep 30", ["--query-gpu"]), ("cat {capture}", ["topo", "-m"])],
+    ids=["query-hangs", "topo-hangs"],
+)
+def test_hung_nvidia_smi_times_out_with_the_command(capsys, tmp_path, query, hung_args):
+    binary = tmp_path / "nvidia-smi"
+    binary.write_text(HUNG.format(query=query.format(capture=CAPTURES / "query-noheader.csv")))
+    binary.chmod(0o755)
+    args = {"nvidia_smi": str(binary), "proc_version_path": str(tmp_path / "absent"), "timeout": 1}
+    rc, result = run_module(capsys, args)
+    assert rc == 0, result
+    facts = result["ansible_facts"]["volta_gpu"]
+    assert facts["status"] == "timeout"
+    assert facts["command"][0] == str(binary)
+    assert facts["command"][1].startswith(hung_args[0])
+    assert facts["message"].startswith(f"{binary} {hung_args[0]}")
+    assert facts["message"].endswith("did not answer within 1 s (a hung driver or GPU?)")
+    assert facts["gpu_count"] == 0
+
+
+def test_negative_timeout_is_refused(capsys, tmp_path):
+    rc, result = run_module(capsys, {"nvidia_smi": str(tmp_path / "x"), "timeout": -1})
+    assert rc == 1
+    assert result["msg"] == "timeout -1 is negative: give seconds, or 0 for no limit."

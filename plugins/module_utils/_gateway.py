@@ -1,0 +1,210 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The api_gateway settings that reach the nginx configuration, checked before anything is rendered.
+
+Pure Python, no Ansible imports. ``check_gateway(host, gateway)`` returns findings (see
+``_rules.finding``); ``gateway`` is what the serving_plan action reads from the host's variables
+(``GATEWAY_KEYS``). Secrets never come here: only whether the TLS certificate and key are set.
+Every value is pasted into nginx directives, so each must be exactly of its syntax (a full match):
+an unchecked ``64m; location /open/ { ... } #`` once served a path without the key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from ansible_collections.volta.serving.plugins.module_utils._cidr import check_cidr
+from ansible_collections.volta.serving.plugins.module_utils._inputs import control_characters
+from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+
+GATEWAY_KEYS = (
+    "listen_address",
+    "client_max_body_size",
+    "metrics_allow",
+    "tls_certificate",
+    "tls_private_key",
+    "allow_plain_http",
+    "firewall_enabled",
+    "api_cidrs",
+    "proxy_timeouts",
+)
+# nginx sizes: a number of bytes, or with k/K, m/M, g/G (ngx_parse_offset).
+SIZE_RE = re.compile(r"\d{1,12}[kKmMgG]?")
+SECONDS_RE = re.compile(r"[1-9]\d{0,6}")
+EVERYWHERE = "0.0.0.0/0"
+# Networks that do not reach the internet: RFC 1918, loopback, link-local, CGNAT, IPv6 ULA.
+NON_PUBLIC = tuple(
+    ipaddress.ip_network(n)
+    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16",
+              "100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10")
+)  # fmt: skip
+
+
+def _bad(host, field, text, why, fix, rule="invalid-value"):
+    return finding(rule, host, None, field, text, why, fix)
+
+
+def check_body_size(host, value):
+    """api_gateway_client_max_body_size: nginx size syntax only."""
+    if (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or (
+        isinstance(value, str) and SIZE_RE.fullmatch(value)
+    ):
+        return []
+    return [
+        _bad(
+            host,
+            "api_gateway_client_max_body_size",
+            f"{value!r} is not an nginx size.",
+            "it is pasted into the nginx configuration as client_max_body_size; anything else there is "
+            "either refused by nginx or changes the configuration (a new location without the key).",
+            "write a number with an optional unit k, m or g, for example 64m.",
+        )
+    ]
+
+
+def check_listen_address(host, value):
+    """api_gateway_listen_address: empty (every address) or one IP address."""
+    if value == "":
+        return []
+    try:
+        ipaddress.ip_address(value if isinstance(value, str) else "-")
+    except ValueError:
+        return [
+            _bad(
+                host,
+                "api_gateway_listen_address",
+                f"{value!r} is not an IP address.",
+                "it is pasted into the nginx listen directive of every public port.",
+                'write one IPv4 or IPv6 address (no port, no brackets), or "" for every address.',
+            )
+        ]
+    return []
+
+
+def _metrics_entry_problem(entry):
+    if isinstance(entry, str) and (control_characters(entry) or entry != entry.strip()):
+        return "contains whitespace or control characters"
+    _network, problem = check_cidr(entry)
+    return problem["why"] if problem else None
+
+
+def check_metrics_allow(host, value):
+    """api_gateway_metrics_allow: a list of addresses or networks in CIDR notation."""
+    if not isinstance(value, list):
+        return [
+            _bad(
+                host,
+                "api_gateway_metrics_allow",
+                f"{value!r} is not a list.",
+                "each entry becomes an nginx allow line of /metrics.",
+                'write a list of addresses or CIDRs, for example ["10.0.0.0/8"].',
+            )
+        ]
+    out = []
+    for index, entry in enumerate(value):
+        problem = _metrics_entry_problem(entry)
+        if problem:
+            out.append(
+                _bad(
+                    host,
+                    f"api_gateway_metrics_allow[{index}]",
+                    f"{entry!r} is not an address or CIDR ({problem}).",
+                    "each entry becomes an nginx allow line of /metrics; anything else changes the configuration.",
+                    "write an address such as 10.0.0.7 or a network such as 10.0.0.0/8.",
+                )
+            )
+    return out
+
+
+def check_proxy_timeouts(host, timeouts):
+    """api_gateway_proxy_{connect,read,send}_timeout: whole seconds, pasted as ``<n>s``."""
+    out = []
+    for name, value in sorted((timeouts or {}).items()):
+        text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+        if not SECONDS_RE.fullmatch(text):
+            out.append(
+                _bad(
+                    host,
+                    f"api_gateway_proxy_{name}_timeout",
+                    f"{value!r} is not a whole number of seconds.",
+                    f"it is pasted into the nginx configuration as proxy_{name}_timeout <n>s.",
+                    "write a positive integer, for example 3600.",
+                )
+            )
+    return out
+
+
+def check_tls_pair(host, gateway):
+    """TLS needs both the certificate and the key; one alone used to fall back to plain HTTP silently."""
+    cert, key = bool(gateway.get("tls_certificate")), bool(gateway.get("tls_private_key"))
+    if cert == key:
+        return []
+    given, missing = ("certificate", "private_key") if cert else ("private_key", "certificate")
+    return [
+        _bad(
+            host,
+            f"api_gateway_tls_{missing}",
+            f"api_gateway_tls_{given} is set but api_gateway_tls_{missing} is not.",
+            "TLS is on only with both; with one of them the gateway would serve the keys over plain HTTP.",
+            f"set api_gateway_tls_{missing} too (PEM, in Ansible Vault), or remove api_gateway_tls_{given}.",
+        )
+    ]
+
+
+def _is_public(cidr):
+    network, problem = check_cidr(cidr)
+    if problem:
+        return False  # the firewall role refuses it with its own message
+    return not any(network.version == n.version and network.subnet_of(n) for n in NON_PUBLIC)
+
+
+def _is_loopback(address):
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def public_networks(gateway):
+    """The networks outside private ranges that reach the public ports (everyone without the firewall)."""
+    if _is_loopback(gateway.get("listen_address")):
+        return []
+    networks = (gateway.get("api_cidrs") or []) if gateway.get("firewall_enabled", True) else [EVERYWHERE]
+    return [cidr for cidr in networks if _is_public(cidr)]
+
+
+def check_plain_http(host, gateway):
+    """Plain HTTP to networks outside private ranges: refused unless api_gateway_allow_plain_http."""
+    if gateway.get("tls_certificate") and gateway.get("tls_private_key"):
+        return []
+    public = public_networks(gateway)
+    if not public:
+        return []
+    allowed = bool(gateway.get("allow_plain_http"))
+    return [
+        _bad(
+            host,
+            "api_gateway_tls_certificate",
+            f"the public ports are open to {', '.join(map(str, public))} over plain HTTP.",
+            "the API keys and every prompt would cross networks outside private ranges unencrypted"
+            + (" (api_gateway_allow_plain_http: true says that is intended)." if allowed else "."),
+            "set api_gateway_tls_certificate and api_gateway_tls_private_key, narrow firewall_api_cidrs, "
+            "or set api_gateway_allow_plain_http: true (for example behind a TLS-terminating proxy).",
+            rule="plain-http-allowed" if allowed else "plain-http-public",
+        )
+    ]
+
+
+def check_gateway(host, gateway):
+    """Every check of the api_gateway settings; *gateway* None: nothing to check (no gateway here)."""
+    if gateway is None:
+        return []
+    return (
+        check_body_size(host, gateway.get("client_max_body_size", "64m"))
+        + check_listen_address(host, gateway.get("listen_address", ""))
+        + check_metrics_allow(host, gateway.get("metrics_allow", []))
+        + check_proxy_timeouts(host, gateway.get("proxy_timeouts"))
+        + check_tls_pair(host, gateway)
+        + check_plain_http(host, gateway)
+    )

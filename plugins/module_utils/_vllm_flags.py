@@ -1,0 +1,101 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The option strings of ``vllm serve``, recorded from the real vLLM parser (data, no logic).
+
+Recorded from the real vLLM 0.21.0 wheel (vllm-0.21.0-1-cp38-abi3-manylinux_2_24_x86_64.whl from
+the Python index) on a CPU torch: ``vllm.entrypoints.cli.serve.ServeSubcommand().subparser_init()``
+under ``vllm.utils.argparse_utils.FlexibleArgumentParser``, every ``option_strings`` of the serve
+parser's actions, sorted (336 strings). That parser has ``allow_abbrev`` on (a unique prefix
+of an option is that option) and its ``parse_args`` turns ``_`` into ``-`` in option names.
+tests/real/test_vllm_flags.py fails when this list differs from the real parser's
+(tests/real/vllm_flags_probe.py reads it); re-record it from that probe's output on a vLLM upgrade.
+"""
+
+from __future__ import annotations
+
+RECORDED_VERSION = "0.21.0"
+RECORDED_ALLOW_ABBREV = True
+SERVE_FLAGS = (
+    "--additional-config", "--aggregate-engine-logging", "--all2all-backend", "--allow-credentials",
+    "--allow-deprecated-quantization", "--allowed-headers", "--allowed-local-media-path", "--allowed-media-domains",
+    "--allowed-methods", "--allowed-origins", "--api-key", "--api-server-count", "--async-scheduling",
+    "--attention-backend", "--attention-config", "--block-size", "--calculate-kv-scales", "--chat-template",
+    "--chat-template-content-format", "--code-revision", "--collect-detailed-traces", "--compilation-config",
+    "--config", "--config-format", "--convert", "--cp-kv-cache-interleave-size", "--cpu-offload-gb",
+    "--cpu-offload-params", "--cudagraph-capture-sizes", "--cudagraph-metrics", "--data-parallel-address",
+    "--data-parallel-backend", "--data-parallel-external-lb", "--data-parallel-hybrid-lb", "--data-parallel-rank",
+    "--data-parallel-rpc-port", "--data-parallel-size", "--data-parallel-size-local", "--data-parallel-start-rank",
+    "--dbo-decode-token-threshold", "--dbo-prefill-token-threshold", "--dcp-comm-backend",
+    "--dcp-kv-cache-interleave-size", "--decode-context-parallel-size", "--default-chat-template-kwargs",
+    "--default-mm-loras", "--disable-access-log-for-endpoints", "--disable-cascade-attn",
+    "--disable-chunked-mm-input", "--disable-custom-all-reduce", "--disable-fastapi-docs",
+    "--disable-hybrid-kv-cache-manager", "--disable-log-stats", "--disable-nccl-for-dp-synchronization",
+    "--disable-sliding-window", "--disable-uvicorn-access-log", "--distributed-executor-backend",
+    "--distributed-timeout-seconds", "--download-dir", "--dtype", "--ec-transfer-config", "--enable-auto-tool-choice",
+    "--enable-chunked-prefill", "--enable-dbo", "--enable-elastic-ep", "--enable-ep-weight-filter", "--enable-eplb",
+    "--enable-expert-parallel", "--enable-flash-late-interaction", "--enable-flashinfer-autotune",
+    "--enable-force-include-usage", "--enable-layerwise-nvtx-tracing", "--enable-log-deltas", "--enable-log-outputs",
+    "--enable-log-requests", "--enable-logging-iteration-details", "--enable-lora",
+    "--enable-mamba-cache-stochastic-rounding", "--enable-mfu-metrics", "--enable-mm-embeds", "--enable-offline-docs",
+    "--enable-prefix-caching", "--enable-prompt-embeds", "--enable-prompt-tokens-details",
+    "--enable-request-id-headers", "--enable-return-routed-experts", "--enable-server-load-tracking",
+    "--enable-sleep-mode", "--enable-ssl-refresh", "--enable-tokenizer-info-endpoint",
+    "--enable-tower-connector-lora", "--enforce-eager", "--eplb-config", "--exclude-tools-when-tool-choice-none",
+    "--expert-placement-strategy", "--fail-on-environ-validation", "--fingerprint-mode", "--fingerprint-value",
+    "--fully-sharded-loras", "--gdn-prefill-backend", "--generation-config", "--gpu-memory-utilization", "--grpc",
+    "--h11-max-header-count", "--h11-max-incomplete-event-size", "--headless", "--help", "--hf-config-path",
+    "--hf-overrides", "--hf-token", "--host", "--ignore-patterns", "--interleave-mm-strings", "--io-processor-plugin",
+    "--ir-op-priority", "--kernel-config", "--kv-cache-dtype", "--kv-cache-dtype-skip-layers",
+    "--kv-cache-memory-bytes", "--kv-cache-metrics", "--kv-cache-metrics-sample", "--kv-events-config",
+    "--kv-offloading-backend", "--kv-offloading-size", "--kv-sharing-fast-prefill", "--kv-transfer-config",
+    "--language-model-only", "--limit-mm-per-prompt", "--load-format", "--log-config-file", "--log-error-stack",
+    "--logits-processors", "--logprobs-mode", "--long-prefill-token-threshold", "--lora-dtype", "--lora-modules",
+    "--lora-target-modules", "--mamba-backend", "--mamba-block-size", "--mamba-cache-dtype", "--mamba-cache-mode",
+    "--mamba-cache-philox-rounds", "--mamba-ssm-cache-dtype", "--master-addr", "--master-port", "--max-cpu-loras",
+    "--max-cudagraph-capture-size", "--max-log-len", "--max-logprobs", "--max-long-partial-prefills",
+    "--max-lora-rank", "--max-loras", "--max-model-len", "--max-num-batched-tokens", "--max-num-partial-prefills",
+    "--max-num-seqs", "--max-parallel-loading-workers", "--media-io-kwargs", "--middleware",
+    "--mm-encoder-attn-backend", "--mm-encoder-attn-dtype", "--mm-encoder-fp8-scale-path",
+    "--mm-encoder-fp8-scale-save-margin", "--mm-encoder-fp8-scale-save-path", "--mm-encoder-only",
+    "--mm-encoder-tp-mode", "--mm-processor-cache-gb", "--mm-processor-cache-type", "--mm-processor-kwargs",
+    "--mm-shm-cache-max-object-size-mb", "--mm-tensor-ipc", "--model", "--model-impl", "--model-loader-extra-config",
+    "--moe-backend", "--nnodes", "--no-allow-credentials", "--no-allow-deprecated-quantization",
+    "--no-async-scheduling", "--no-calculate-kv-scales", "--no-cudagraph-metrics", "--no-data-parallel-external-lb",
+    "--no-data-parallel-hybrid-lb", "--no-disable-cascade-attn", "--no-disable-chunked-mm-input",
+    "--no-disable-custom-all-reduce", "--no-disable-fastapi-docs", "--no-disable-hybrid-kv-cache-manager",
+    "--no-disable-nccl-for-dp-synchronization", "--no-disable-sliding-window", "--no-disable-uvicorn-access-log",
+    "--no-enable-auto-tool-choice", "--no-enable-chunked-prefill", "--no-enable-dbo", "--no-enable-elastic-ep",
+    "--no-enable-ep-weight-filter", "--no-enable-eplb", "--no-enable-expert-parallel",
+    "--no-enable-flash-late-interaction", "--no-enable-flashinfer-autotune", "--no-enable-force-include-usage",
+    "--no-enable-layerwise-nvtx-tracing", "--no-enable-log-deltas", "--no-enable-log-outputs",
+    "--no-enable-log-requests", "--no-enable-logging-iteration-details", "--no-enable-lora",
+    "--no-enable-mamba-cache-stochastic-rounding", "--no-enable-mfu-metrics", "--no-enable-mm-embeds",
+    "--no-enable-offline-docs", "--no-enable-prefix-caching", "--no-enable-prompt-embeds",
+    "--no-enable-prompt-tokens-details", "--no-enable-request-id-headers", "--no-enable-return-routed-experts",
+    "--no-enable-server-load-tracking", "--no-enable-sleep-mode", "--no-enable-ssl-refresh",
+    "--no-enable-tokenizer-info-endpoint", "--no-enable-tower-connector-lora", "--no-enforce-eager",
+    "--no-exclude-tools-when-tool-choice-none", "--no-fail-on-environ-validation", "--no-fully-sharded-loras",
+    "--no-interleave-mm-strings", "--no-kv-cache-metrics", "--no-kv-sharing-fast-prefill", "--no-language-model-only",
+    "--no-log-error-stack", "--no-mm-encoder-only", "--no-numa-bind", "--no-ray-workers-use-nsight",
+    "--no-return-tokens-as-token-ids", "--no-scheduler-reserve-full-isl", "--no-skip-mm-profiling",
+    "--no-skip-tokenizer-init", "--no-specialize-active-lora", "--no-tokens-only", "--no-trust-remote-code",
+    "--no-trust-request-chat-template", "--no-use-tqdm-on-load", "--node-rank", "--num-gpu-blocks-override",
+    "--numa-bind", "--numa-bind-cpus", "--numa-bind-nodes", "--offload-backend", "--offload-group-size",
+    "--offload-num-in-group", "--offload-params", "--offload-prefetch-step", "--optimization-level",
+    "--otlp-traces-endpoint", "--override-attention-dtype", "--override-generation-config", "--performance-mode",
+    "--pipeline-parallel-size", "--pooler-config", "--port", "--prefill-context-parallel-size",
+    "--prefix-caching-hash-algo", "--profiler-config", "--pt-load-map-location", "--quantization",
+    "--ray-workers-use-nsight", "--reasoning-config", "--reasoning-parser", "--reasoning-parser-plugin",
+    "--renderer-num-workers", "--response-role", "--return-tokens-as-token-ids", "--revision", "--root-path",
+    "--runner", "--safetensors-load-strategy", "--safetensors-prefetch-block-size",
+    "--safetensors-prefetch-num-threads", "--scheduler-cls", "--scheduler-reserve-full-isl", "--scheduling-policy",
+    "--seed", "--served-model-name", "--show-hidden-metrics-for-version", "--shutdown-timeout", "--skip-mm-profiling",
+    "--skip-tokenizer-init", "--specialize-active-lora", "--speculative-config", "--ssl-ca-certs", "--ssl-cert-reqs",
+    "--ssl-certfile", "--ssl-ciphers", "--ssl-keyfile", "--stream-interval", "--structured-outputs-config",
+    "--tensor-parallel-size", "--tokenizer", "--tokenizer-mode", "--tokenizer-revision", "--tokens-only",
+    "--tool-call-parser", "--tool-parser-plugin", "--tool-server", "--trust-remote-code",
+    "--trust-request-chat-template", "--ubatch-size", "--uds", "--use-tqdm-on-load", "--uvicorn-log-level",
+    "--video-pruning-rate", "--weight-transfer-config", "--worker-cls", "--worker-extension-cls", "-ac", "-asc",
+    "-cc", "-dcp", "-dp", "-dpa", "-dpb", "-dpe", "-dph", "-dpl", "-dpn", "-dpp", "-dpr", "-ep", "-h", "-n", "-pcp",
+    "-pp", "-q", "-r", "-sc", "-tp",
+)

@@ -1,0 +1,143 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""api_gateway settings checked before nginx sees them (plugins/module_utils/_gateway.py).
+
+The review's injections: ``64m; location /open/ { proxy_pass ...; } #`` as the body size passed
+preflight and nginx -t and served a path without the key; the listen address and the /metrics
+allow list were pasted unchecked. TLS with only one of certificate/key fell back to plain HTTP
+without a word. Every case goes through build_report and asserts the message.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.volta.serving.plugins.module_utils import _gateway
+from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+
+SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
+          "nvlink_islands": [], "ram_gb": 251}  # fmt: skip
+GOOD = {
+    "listen_address": "",
+    "client_max_body_size": "64m",
+    "metrics_allow": ["10.0.0.0/8", "192.0.2.7"],
+    "tls_certificate": False,
+    "tls_private_key": False,
+    "allow_plain_http": False,
+    "firewall_enabled": True,
+    "api_cidrs": ["10.0.0.0/8", "172.16.0.0/12"],
+}
+INJECTION = "64m; location /open/ { proxy_pass http://127.0.0.1:18001; } #"
+
+
+def findings(**changes):
+    gateway = {**GOOD, **changes}
+    return build_report("gw-host", SERVER, [], gateway=gateway)["findings"]
+
+
+def test_good_settings_pass():
+    assert findings() == []
+
+
+def test_no_gateway_settings_means_no_gateway_checks():
+    assert build_report("gw-host", SERVER, [])["findings"] == []
+
+
+@pytest.mark.parametrize("value", [INJECTION, "64m\n", "64 m", "64mb", "-1", "", "1t", True, None, 1.5])
+def test_body_size_must_be_an_nginx_size(value):
+    found = findings(client_max_body_size=value)
+    assert [f["field"] for f in found] == ["api_gateway_client_max_body_size"]
+    message = found[0]["message"]
+    field = "api_gateway_client_max_body_size"
+    assert message.startswith(f"gw-host: host-wide: field {field}: {value!r} is not an nginx size.")
+    assert "Fix: write a number with an optional unit k, m or g, for example 64m." in message
+
+
+@pytest.mark.parametrize("value", ["64m", "1G", "0", "1024", 1048576, "512k"])
+def test_nginx_sizes_pass(value):
+    assert _gateway.check_body_size("h", value) == []
+
+
+@pytest.mark.parametrize(
+    "value", ["10.0.0.1:8080", "10.0.0.1; server { listen 9; }", "localhost", "[::1]", "10.0.0.1\n", "0.0.0.0/0", 7]
+)
+def test_listen_address_must_be_an_ip_address(value):
+    found = findings(listen_address=value)
+    assert [f["field"] for f in found] == ["api_gateway_listen_address"]
+    assert f"{value!r} is not an IP address." in found[0]["message"]
+    assert 'or "" for every address.' in found[0]["message"]
+
+
+@pytest.mark.parametrize("value", ["", "10.0.0.1", "::1", "2001:db8::5"])
+def test_listen_addresses_pass(value):
+    assert _gateway.check_listen_address("h", value) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "field", "text"),
+    [
+        (["10.0.0.0/8; allow all"], "api_gateway_metrics_allow[0]", "is not an address or CIDR"),
+        (["10.0.0.0/8\n"], "api_gateway_metrics_allow[0]", "contains whitespace or control characters"),
+        (["10.0.0.0/8", "all"], "api_gateway_metrics_allow[1]", "is not an address or CIDR"),
+        (["10.0.0.5/8"], "api_gateway_metrics_allow[0]", "is not an address or CIDR"),
+        ("10.0.0.0/8", "api_gateway_metrics_allow", "is not a list."),
+    ],
+)
+def test_metrics_allow_must_be_addresses_or_cidrs(value, field, text):
+    found = findings(metrics_allow=value)
+    assert [f["field"] for f in found] == [field]
+    assert text in found[0]["message"]
+    assert found[0]["severity"] == "error"
+
+
+@pytest.mark.parametrize(("cert", "key", "missing"), [(True, False, "private_key"), (False, True, "certificate")])
+def test_tls_needs_both_certificate_and_key(cert, key, missing):
+    found = findings(tls_certificate=cert, tls_private_key=key)
+    hits = [f for f in found if f["rule"] == "invalid-value"]
+    assert [f["field"] for f in hits] == [f"api_gateway_tls_{missing}"]
+    assert f"but api_gateway_tls_{missing} is not." in hits[0]["message"]
+    assert "the gateway would serve the keys over plain HTTP" in hits[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "shown"),
+    [
+        ({"api_cidrs": ["0.0.0.0/0", "::/0"]}, "0.0.0.0/0, ::/0"),
+        ({"api_cidrs": ["10.0.0.0/8", "198.51.100.0/24"]}, "198.51.100.0/24"),
+        ({"firewall_enabled": False, "api_cidrs": []}, "0.0.0.0/0"),
+    ],
+)
+def test_plain_http_to_public_networks_is_refused(changes, shown):
+    found = findings(**changes)
+    assert [(f["rule"], f["severity"]) for f in found] == [("plain-http-public", "error")]
+    assert f"the public ports are open to {shown} over plain HTTP." in found[0]["message"]
+    assert "or set api_gateway_allow_plain_http: true" in found[0]["message"]
+
+
+def test_plain_http_opt_out_is_a_warning():
+    found = findings(api_cidrs=["0.0.0.0/0"], allow_plain_http=True)
+    assert [(f["rule"], f["severity"]) for f in found] == [("plain-http-allowed", "warning")]
+    assert "api_gateway_allow_plain_http: true says that is intended" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"api_cidrs": ["0.0.0.0/0"], "tls_certificate": True, "tls_private_key": True},
+        {"firewall_enabled": False, "listen_address": "127.0.0.1"},
+        {"api_cidrs": ["10.0.0.0/8", "fd00::/8", "100.64.0.0/10"]},
+    ],
+)
+def test_tls_loopback_or_private_networks_pass(changes):
+    assert findings(**changes) == []
+
+
+@pytest.mark.parametrize("value", ["10s; location /x { }", "0", -1, "", True, "1.5", "10\n"])
+def test_proxy_timeouts_must_be_whole_seconds(value):
+    found = findings(proxy_timeouts={"connect": 10, "read": value, "send": 3600})
+    assert [f["field"] for f in found] == ["api_gateway_proxy_read_timeout"]
+    assert f"{value!r} is not a whole number of seconds." in found[0]["message"]
+    assert "as proxy_read_timeout <n>s." in found[0]["message"]
+
+
+def test_proxy_timeouts_as_strings_pass():
+    assert _gateway.check_proxy_timeouts("h", {"connect": "10", "read": 3600, "send": "3600"}) == []
