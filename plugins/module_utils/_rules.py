@@ -51,9 +51,11 @@ MOE_FAMILIES = ("moe", "moe-nvfp4")
 # Qwen3.8-Flash-Next-style models (GDN linear attention + QSA sparse attention). moe-nvfp4 is the
 # family of Qwen3.8-Flash-Next in this collection (the NVFP4 checkpoint of facts section 1).
 QWEN_FAMILIES = ("qwen-linear", "moe-nvfp4")
-# Quantizations upstream vLLM has no SM70 kernels for (FP8 tensor cores: Ada+; AWQ/GPTQ Marlin:
-# SM75+; NVFP4/MXFP4: Blackwell). 1Cat-vLLM's TurboMind kernels dequantize them to FP16.
-ONECAT_ONLY_QUANTIZATIONS = ("fp8", "awq", "gptq", "nvfp4", "mxfp4")
+# Quantizations upstream vLLM has no SM70 kernels for (FP8 tensor cores: Ada+; AWQ: 7.5;
+# NVFP4/MXFP4: Blackwell). 1Cat-vLLM's TurboMind kernels dequantize them to FP16. Not GPTQ:
+# vLLM 0.21.0's `gptq` method (exllama kernels) takes compute capability 6.0; only gptq_marlin
+# needs 7.5, and vLLM falls back to `gptq` below it (get_min_capability of the real release).
+ONECAT_ONLY_QUANTIZATIONS = ("fp8", "awq", "nvfp4", "mxfp4")
 NVFP4_MOE_TP_SIZES = (1, 2, 4)
 LONG_CONTEXT = 1_000_000
 LONG_CONTEXT_MAX_SEQS = 4
@@ -441,7 +443,7 @@ def _check_quantization(inst, ctx):
                     name,
                     "quantization",
                     f"{wanted} weights on upstream vLLM on compute capability {ctx['cc_text']}.",
-                    "upstream vLLM has no SM70 kernels for FP8, AWQ/GPTQ (Marlin: SM75+), NVFP4 or MXFP4.",
+                    "upstream vLLM has no SM70 kernels for FP8, AWQ (SM75+), NVFP4 or MXFP4.",
                     "use engine: onecat (1Cat-vLLM dequantizes them to FP16 with its TurboMind SM70 kernels), "
                     "or an FP16 checkpoint.",
                 )

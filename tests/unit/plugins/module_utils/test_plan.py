@@ -150,6 +150,8 @@ VALID = [
     ("attention-backend-triton-explicit", SXM2,
      [with_(COMMAND_R, extra_args=["--attention-backend", "TRITON_ATTN"])], {}),
     ("loopback-port-offset-explicit", SXM2, [with_(COMMAND_R, backend_port=9001)], {}),
+    # vLLM's exllama GPTQ kernels take SM60+: upstream vLLM serves GPTQ on a V100.
+    ("gptq-upstream-exllama", SXM2, [with_(COMMAND_R, quantization="gptq")], {}),
 ]
 
 
@@ -248,8 +250,6 @@ INVALID = [
      {}, "unknown-value", "error", "command-r", "extra_args", "1Cat-vLLM backend"),
     ("awq-upstream", SXM2, [with_(COMMAND_R, quantization="awq")], {},
      "quantization-needs-onecat", "error", "command-r", "quantization", "awq weights on upstream vLLM"),
-    ("gptq-upstream", SXM2, [with_(COMMAND_R, quantization="gptq")], {},
-     "quantization-needs-onecat", "error", "command-r", "quantization", "gptq"),
     ("fp8-upstream", SXM2, [with_(COMMAND_R, quantization="fp8")], {},
      "quantization-needs-onecat", "error", "command-r", "quantization", "fp8"),
     ("nvfp4-upstream", PCIE, [with_(FLASH_NEXT_A, engine="vllm")], {},
