@@ -312,7 +312,7 @@ _EXPLAIN = {
 def explain(exc):
     """One line for an exception of the client (or the network): what, why, fix. Never contains a token."""
     name = type(exc).__name__
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    first = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())[:300]
     if name in _EXPLAIN:
         why, fix = _EXPLAIN[name]
         return f"{first}; {why}; fix: {fix}"
