@@ -33,6 +33,8 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 KINDS = ("hf", "url", "path")
 MARKER = ".volta-model.json"
+# The role volta.serving.model's default model_root (volta_models_root when set).
+DEFAULT_ROOT = "/srv/volta/models"
 CHUNK = 8 * 1024 * 1024
 
 

@@ -413,3 +413,20 @@ def test_settings_playbook_names_a_bad_firewall_network(tmp_path):
     assert rc != 0, out
     assert "2 host(s) have incomplete settings" in flat, out
     assert "sxm2: invalid networks:" in flat and "10.0.0.5/8" in flat, out
+
+
+def test_action_run_serves_the_directory_of_the_model_source():
+    # volta_models + model_source (role volta.serving.model): the plan's model is the versioned directory.
+    commit = "c" * 40
+    inst = {k: v for k, v in COMMAND_R.items() if k != "model"}
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "api_gateway_generate_keys": True,
+                 "volta_instances": [dict(inst, model_source="cr")], "volta_models_root": "/data/models",
+                 "volta_models": {"cr": {"hf": {"repo": "CohereForAI/c4ai-command-r-v01", "revision": commit}}}}
+    result = make_action({}).run(task_vars=task_vars)
+    assert not result.get("failed"), result["msg"]
+    [entry] = result["plan"]["instances"]
+    assert entry["model"] == f"/data/models/cr@{commit}"
+    assert f"/data/models/cr@{commit}" in entry["argv"]
+    task_vars["volta_instances"] = [dict(inst, model_source="nope")]
+    with pytest.raises(Exception, match="model_source 'nope' is not in volta_models"):
+        make_action({}).run(task_vars=task_vars)
