@@ -10,7 +10,7 @@ module: model_fetch
 short_description: Fetch one model's weights at a pinned revision into a versioned directory, verified
 description:
   - For a Hugging Face source, lists the repository's files at the pinned commit with the real C(huggingface_hub)
-    client (run the task with the interpreter of a venv that has it), keeps those matching O(source.hf.allow_patterns),
+    client (run the task with the interpreter of a venv that has it), keeps those matching C(source.hf.allow_patterns),
     checks the files already in C(<root>/<name>@<revision>) against the sizes, LFS sha256 and git blob ids the hub
     publishes, refuses when the bytes still to download exceed the free space (both numbers in the message), then
     downloads what is missing or corrupt with C(snapshot_download) and verifies every file it wrote.
@@ -58,7 +58,7 @@ options:
     type: int
     default: 1
   allow_branch:
-    description: Accept a branch or tag as O(source.hf.revision) (unversioned; warned).
+    description: Accept a branch or tag as C(source.hf.revision) (unversioned; warned).
     type: bool
     default: false
   reserve_bytes:
@@ -149,9 +149,9 @@ import os
 import shutil
 import threading
 import time
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 from ansible_collections.volta.serving.plugins.module_utils import _model as m
 
 
@@ -208,8 +208,8 @@ def _partial_bytes(dest):
 def _forget(dest, path):
     """Remove a bad file and the client's record of it: with a record for the same commit, huggingface_hub
     (file_download._hf_hub_download_to_local_dir) returns the file as it is, without checking it."""
-    for victim in (os.path.join(dest, path), os.path.join(dest, ".cache", "huggingface", "download",
-                                                         path + ".metadata")):
+    record = os.path.join(dest, ".cache", "huggingface", "download", path + ".metadata")
+    for victim in (os.path.join(dest, path), record):
         if os.path.lexists(victim):
             os.unlink(victim)
 
@@ -278,7 +278,7 @@ def fetch_url(module, p, src, result):
     if state == "ok":
         result["total_bytes"] = manifest[src["file"]]["size"]
         return
-    head = urllib.request.urlopen(urllib.request.Request(src["url"], method="HEAD"), timeout=60)  # noqa: S310
+    head = open_url(src["url"], method="HEAD", timeout=60)
     size = int(head.headers.get("Content-Length") or 0)
     part = target + ".part"
     have = os.path.getsize(part) if os.path.isfile(part) else 0
@@ -309,8 +309,7 @@ def fetch_url(module, p, src, result):
 
 def _download(url, part, have):
     """Append to *part* from byte *have* (Range); a server that ignores Range restarts it."""
-    req = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})  # noqa: S310  http(s) only
-    with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310  http(s) checked by check_source
+    with open_url(url, headers={"Range": f"bytes={have}-"} if have else {}, timeout=60) as resp:
         mode = "ab" if have and resp.status == 206 else "wb"
         with open(part, mode) as out:
             shutil.copyfileobj(resp, out, m.CHUNK)

@@ -159,7 +159,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _resolve(self, path, body):
         repo_id, rest = path.lstrip("/").split("/resolve/", 1)
-        revision, _, filename = rest.partition("/")
+        revision, filename = rest.split("/", 1) if "/" in rest else (rest, "")
         repo = self._repo(repo_id)
         commit = self._commit(repo, revision)
         content = commit["files"].get(filename)

@@ -71,8 +71,8 @@ def test_snapshot_download_at_a_commit_matches_the_published_checksums(hub, tmp_
     paths = [(e["method"], e["path"]) for e in hubserver.STATE["log"]]
     # A commit id: no /revision/ call; the tree lists the files; LFS files come from the CDN origin.
     assert ("GET", f"/api/models/{REPO}/tree/{R1}") in paths
-    assert not any("/revision/" in p for _, p in paths)
-    assert sum(p.startswith("/lfs/") for _, p in paths) == 2
+    assert not any("/revision/" in path for method, path in paths)
+    assert sum(path.startswith("/lfs/") for method, path in paths) == 2
 
 
 def test_model_info_publishes_lfs_sha256_sizes_and_resolves_a_branch(hub, tmp_path):
