@@ -201,8 +201,11 @@ def hub_download(p, src, commit, dest, paths):
 
 
 def _partial_bytes(dest):
-    cache = os.path.join(dest, ".cache", "huggingface", "download")
-    return _du(cache) if os.path.isdir(cache) else 0
+    """Bytes of the client's partial files (``<name>.<etag>.<random>.incomplete``) under dest/.cache."""
+    total = 0
+    for top, _dirs, files in os.walk(os.path.join(dest, ".cache", "huggingface", "download")):
+        total += sum(os.path.getsize(os.path.join(top, f)) for f in files if f.endswith(".incomplete"))
+    return total
 
 
 def _forget(dest, path):
