@@ -26,7 +26,8 @@ import hubrepos  # noqa: E402
 import hubserver  # noqa: E402
 
 REPO = "volta-lab/tiny-llama"
-R1, R2 = (c["oid"] for c in hubserver.REPOS[REPO].commits)
+R1 = hubserver.REPOS[REPO].commits[0]["oid"]
+R2 = hubserver.REPOS[REPO].commits[1]["oid"]
 GATED = "volta-lab/tiny-gated"
 G1 = hubserver.REPOS[GATED].commits[0]["oid"]
 SHARD = "model-00001-of-00002.safetensors"
