@@ -21,6 +21,13 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
+from ansible_collections.volta.serving.plugins.module_utils._model import (
+    DEFAULT_ROOT as DEFAULT_MODELS_ROOT,
+)
+from ansible_collections.volta.serving.plugins.module_utils._model import (
+    ModelError,
+    resolve_instances,
+)
 from ansible_collections.volta.serving.plugins.module_utils._plan import (
     DEFAULT_ENGINES_ROOT,
     DEFAULT_SECRETS_DIR,
@@ -56,6 +63,8 @@ ARGUMENT_SPEC = {
     "gateway": {"type": "dict"},
     "api_key_sha256": {"type": "dict"},
     "lab": {"type": "bool"},
+    "models": {"type": "dict"},
+    "models_root": {"type": "str"},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
 }
@@ -122,6 +131,10 @@ VAR_DEFAULTS = {
         " if api_gateway_host_key | default('') | length > 0 else {})"
     ),
     "lab": "volta_lab | default(false) | bool",
+    # An instance's model_source names one of volta_models (role volta.serving.model); its model is then
+    # the source's served path under the role's model_root (_model.resolve_instances).
+    "models": "volta_models | default({})",
+    "models_root": f"model_root | default(volta_models_root | default('{DEFAULT_MODELS_ROOT}'))",
 }
 
 
@@ -162,6 +175,15 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("serving_plan: " + "; ".join(validation.error_messages))
         return validation.validated_parameters
 
+    @staticmethod
+    def _instances(args):
+        """The instances with each model_source turned into its served path (model)."""
+        try:
+            return resolve_instances(args["instances"], args.get("models") or {},
+                                     args.get("models_root") or DEFAULT_MODELS_ROOT)
+        except ModelError as exc:
+            raise AnsibleActionFail(f"serving_plan: {exc}") from exc
+
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
@@ -174,7 +196,7 @@ class ActionModule(ActionBase):
         report = build_report(
             host,
             args.get("server"),
-            args["instances"],
+            self._instances(args),
             driver_branch=args["driver_branch"],
             driver_kernel_module=args["driver_kernel_module"],
             cuda_version=args["cuda_version"],

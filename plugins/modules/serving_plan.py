@@ -178,6 +178,17 @@ options:
     description:
       - The inventory is a lab (C(volta_lab)); its published example keys are allowed.
     type: bool
+  models:
+    description:
+      - Model sources by name (C(volta_models), role volta.serving.model). An instance with C(model_source) gets
+        the source's served path as its C(model) (C(<models_root>/<name>@<revision>) for a Hugging Face commit,
+        C(<models_root>/<name>@<sha256[:12]>/<file>) for a URL, the path for a path source).
+      - Defaults to C(volta_models) when that is set.
+    type: dict
+  models_root:
+    description:
+      - Where the models live. Defaults to C(model_root), then C(volta_models_root), then V(/srv/volta/models).
+    type: str
   report_warnings:
     description:
       - Print the warnings and allowed findings (Ansible's C(warnings)). Roles that rebuild the plan after

@@ -449,3 +449,20 @@ def test_the_ssh_port_collision_uses_firewall_ssh_port(tmp_path):
     flat = re.sub(r"\s+", " ", out)
     assert rc != 0, out
     assert "port 8002 (the gateway's public port) is already taken by SSH (firewall_ssh_port)" in flat, out
+
+
+def test_action_run_serves_the_directory_of_the_model_source():
+    # volta_models + model_source (role volta.serving.model): the plan's model is the versioned directory.
+    commit = "c" * 40
+    inst = {k: v for k, v in COMMAND_R.items() if k != "model"}
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "api_gateway_generate_keys": True,
+                 "volta_instances": [dict(inst, model_source="cr")], "volta_models_root": "/data/models",
+                 "volta_models": {"cr": {"hf": {"repo": "CohereForAI/c4ai-command-r-v01", "revision": commit}}}}
+    result = make_action({}).run(task_vars=task_vars)
+    assert not result.get("failed"), result["msg"]
+    [entry] = result["plan"]["instances"]
+    assert entry["model"] == f"/data/models/cr@{commit}"
+    assert f"/data/models/cr@{commit}" in entry["argv"]
+    task_vars["volta_instances"] = [dict(inst, model_source="nope")]
+    with pytest.raises(Exception, match="model_source 'nope' is not in volta_models"):
+        make_action({}).run(task_vars=task_vars)

@@ -1,0 +1,35 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Tests for the filters volta.serving.model_plan and volta.serving.model_paths."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.volta.serving.plugins.filter.model_plan import FilterModule, model_paths, model_plan
+
+C1 = "0123456789abcdef0123456789abcdef01234567"
+MODELS = {"tiny": {"hf": {"repo": "volta-lab/tiny-llama", "revision": C1, "token": "hf_x"}}}
+
+
+def test_the_filters_are_registered():
+    assert FilterModule().filters() == {"model_plan": model_plan, "model_paths": model_paths}
+
+
+def test_model_plan_and_paths():
+    insts = [{"name": "chat", "model_source": "tiny"}]
+    assert model_plan(insts, MODELS, "/m")[0]["dir"] == f"/m/tiny@{C1}"
+    assert model_paths(insts, MODELS, "/m") == [{"name": "chat", "model": f"/m/tiny@{C1}"}]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: model_plan([{"model_source": "x"}], MODELS, "/m"), "models x are not in volta_models"),
+        (lambda: model_paths([{"name": "a", "model_source": "x"}], MODELS, "/m"), "model_source 'x' is not in"),
+        (lambda: model_plan([], {"b": {"hf": {"repo": "a/b", "revision": "main"}}}, "/m", ["b"]), "not a commit id"),
+    ],
+)
+def test_errors_become_filter_errors(call, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        call()
