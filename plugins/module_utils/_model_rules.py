@@ -310,7 +310,8 @@ def _missing(inst, ctx):
         "the engine loads the model from this path when it starts; without it the service fails its "
         "health check after every other step has run.",
         f"copy the checkpoint to {path} on {ctx['host']} (a directory with config.json and the weights, or "
-        "the .gguf file for llama.cpp), or correct model; volta.serving does not download models yet.",
+        "the .gguf file for llama.cpp), correct model, or give the instance a model_source from volta_models "
+        "(the model layer downloads it at a pinned revision).",
     )
 
 
