@@ -101,7 +101,7 @@ VAR_DEFAULTS = {
     "build_packages": "engine_build_packages | default(none)",
     "ram_need_gb": "preflight_host_ram_need_gb | default({})",
     "gpu_facts": "ansible_facts['volta_gpu'] | default(none)",
-    "model_facts": "ansible_facts['volta_models'] | default(none)",
+    "model_facts": "ansible_facts['volta_checkpoints'] | default(none)",
     # host_platform has none: only preflight reads the host's platform (glibc), and passes it.
     "engine_pythons": "{'vllm': engine_python | default(''), 'onecat': engine_onecat_python | default('')}",
     "python_uv_version": "engine_python_uv_version | default('')",

@@ -4,7 +4,7 @@
 
 Pure Python, no Ansible imports, so unit tests import it directly. Private to the collection.
 ``_plan.build_report`` calls ``infer_families`` (model_family from the checkpoint where the
-inventory leaves it out) and ``check_models`` when it is given the ``volta_models`` facts; without
+inventory leaves it out) and ``check_models`` when it is given the ``volta_checkpoints`` facts; without
 them (a controller-only run) none of these rules runs.
 
 What vLLM refuses, and its wording, is read from the real vLLM 0.21.0 release:

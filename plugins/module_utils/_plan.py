@@ -802,7 +802,7 @@ def build_report(
     Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
     (error|warning|allowed), host, instance (None for host-wide ones), field, message (and reason
-    when allowed). *model_facts* (the ``volta_models`` fact of volta.serving.model_facts) turns on
+    when allowed). *model_facts* (the ``volta_checkpoints`` fact of volta.serving.model_facts) turns on
     the model rules of ``_model_rules``; without it they do not run. *platform* (optional) feeds
     the platform rules: ``host`` (``distribution``, ``version``, ``glibc``, ``note``; None when the
     host's platform is not known at all), ``engine_pythons`` (engine -> explicit interpreter),

@@ -10,14 +10,14 @@ module: model_facts
 short_description: Read what each local model path holds (config.json, weights' size, GGUF architecture)
 description:
   - For every model path given, reports whether it exists, its parsed C(config.json), the total size of
-    its weights and, for a GGUF file, the architecture named in its header, as the C(volta_models) fact.
+    its weights and, for a GGUF file, the architecture named in its header, as the C(volta_checkpoints) fact.
   - The weights' size is C(metadata.total_size) of C(model.safetensors.index.json) (or
     C(pytorch_model.bin.index.json)) when the checkpoint has one, else the sum of the sizes of its
     C(*.safetensors), C(*.bin), C(*.pt), C(*.pth) and C(*.gguf) files. A C(.gguf) path is one file, or the
     first part of a split GGUF (C(name-00001-of-00003.gguf)), whose parts are summed.
   - Read-only; never changes the host. A path that does not exist is a fact, not a failure.
   - A model that is not an absolute path (a Hugging Face id such as C(Qwen/Qwen3-8B)) is not looked up;
-    its entry says RV(ansible_facts.volta_models.local=false).
+    its entry says RV(ansible_facts.volta_checkpoints.local=false).
 author:
   - volta.serving contributors (!UNKNOWN)
 options:
@@ -35,7 +35,7 @@ attributes:
     description: Nothing changes, so there is nothing to show.
   facts:
     support: full
-    description: Returns the C(volta_models) fact under C(ansible_facts).
+    description: Returns the C(volta_checkpoints) fact under C(ansible_facts).
 seealso:
   - module: volta.serving.serving_plan
 """
@@ -47,7 +47,7 @@ EXAMPLES = r"""
 
 - name: Stop when a model is not there
   ansible.builtin.assert:
-    that: ansible_facts['volta_models']['/srv/models/qwen2.5-72b-instruct']['exists']
+    that: ansible_facts['volta_checkpoints']['/srv/models/qwen2.5-72b-instruct']['exists']
 """
 
 RETURN = r"""
@@ -56,7 +56,7 @@ ansible_facts:
   returned: always
   type: dict
   contains:
-    volta_models:
+    volta_checkpoints:
       description: One entry per distinct model path, keyed by the path. Every key is always present.
       returned: always
       type: dict
@@ -95,7 +95,7 @@ ansible_facts:
           sample: 145412407296
         weights_from:
           description:
-            - Where RV(ansible_facts.volta_models.weights_bytes) comes from, the index file's name,
+            - Where RV(ansible_facts.volta_checkpoints.weights_bytes) comes from, the index file's name,
               V(files) (the sum of the weight files), V(gguf) or V(file); V(null) when none.
           type: str
           sample: model.safetensors.index.json
@@ -122,7 +122,7 @@ def main():
         argument_spec=dict(models=dict(type="list", elements="str", required=True)),
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, ansible_facts={"volta_models": gather(module.params["models"])})
+    module.exit_json(changed=False, ansible_facts={"volta_checkpoints": gather(module.params["models"])})
 
 
 if __name__ == "__main__":

@@ -130,11 +130,11 @@ options:
     type: dict
   model_facts:
     description:
-      - The C(volta_models) fact of M(volta.serving.model_facts). When given, every instance whose C(model) is
+      - The C(volta_checkpoints) fact of M(volta.serving.model_facts). When given, every instance whose C(model) is
         a local path is checked against its checkpoint (the path exists, C(config.json) against
         C(tensor_parallel), C(max_model_len), C(dtype), C(quantization), C(model_family) and the engine, the
         weights' size against the GPUs), and C(model_family) left out of an instance is read from the
-        checkpoint. Defaults to C(ansible_facts['volta_models']) when that is set.
+        checkpoint. Defaults to C(ansible_facts['volta_checkpoints']) when that is set.
     type: dict
   host_platform:
     description:

@@ -35,7 +35,7 @@ def test_facts_for_every_model_path(tmp_path, capsys, check_mode):
     rc, result = run_module(capsys, args)
     assert rc == 0
     assert result["changed"] is False
-    facts = result["ansible_facts"]["volta_models"]
+    facts = result["ansible_facts"]["volta_checkpoints"]
     assert list(facts) == [str(checkpoint), str(gguf), missing, "Qwen/Qwen3-8B"]
     assert facts[str(checkpoint)]["weights_bytes"] == 145412407296
     assert facts[str(checkpoint)]["config"]["architectures"] == ["Qwen2ForCausalLM"]
