@@ -49,12 +49,13 @@ def naming(distribution):
 
 def kernel_packages(branch, kernel_module, kernel_release, flavour):
     """Ubuntu's precompiled module packages: the running kernel's, and the flavour's that follows updates."""
-    stem = "linux-modules-nvidia-%s-server%s-" % (branch, "-open" if kernel_module == "open" else "")
+    open_sfx = "-open" if kernel_module == "open" else ""
+    stem = f"linux-modules-nvidia-{branch}-server{open_sfx}-"
     return [stem + kernel_release] + ([stem + flavour] if flavour else [])
 
 
 def _ubuntu_userspace(branch, headless, kernel_module, module_source):
-    sfx = "-%s-server" % branch
+    sfx = f"-{branch}-server"
     open_sfx = "-open" if kernel_module == "open" else ""
     if not headless:
         return ["nvidia-driver" + sfx + open_sfx]
@@ -71,13 +72,13 @@ def problems(distribution, source, module_source):
     """Refusals of a combination, each "what. Why: ... Fix: ..." (empty when it is fine)."""
     found = []
     if module_source not in MODULE_SOURCES:
-        found.append("nvidia_driver_module_source %r is not one of %s. Fix: pick one of them."
-                     % (module_source, ", ".join(MODULE_SOURCES)))
+        found.append(f"nvidia_driver_module_source {module_source!r} is not one of "
+                     f"{', '.join(MODULE_SOURCES)}. Fix: pick one of them.")
     elif module_source == "precompiled" and naming(distribution) == "debian":
-        found.append("nvidia_driver_module_source precompiled is not available on %s. Why: Canonical's signed "
-                     "linux-modules-nvidia-* packages exist in the Ubuntu archive only; NVIDIA's debian12 "
-                     "repository builds the module with DKMS. Fix: set nvidia_driver_module_source to dkms."
-                     % distribution)
+        found.append(f"nvidia_driver_module_source precompiled is not available on {distribution}. Why: "
+                     "Canonical's signed linux-modules-nvidia-* packages exist in the Ubuntu archive only; "
+                     "NVIDIA's debian12 repository builds the module with DKMS. Fix: set "
+                     "nvidia_driver_module_source to dkms.")
     elif module_source == "precompiled" and source != "ubuntu":
         found.append("nvidia_driver_module_source precompiled needs nvidia_driver_source ubuntu. Why: the "
                      "precompiled modules are built for the Ubuntu archive's driver versions, not NVIDIA's "
@@ -89,10 +90,9 @@ def hold_patterns(distribution, branch):
     """dpkg-query name patterns of the driver packages to hold."""
     if naming(distribution) == "debian":
         return list(BASE_PATTERNS) + [n + "*" for n in DEBIAN_OTHER_NAMES]
-    return list(BASE_PATTERNS) + ["xserver-xorg-video-nvidia-%s-server*" % branch,
-                                  "linux-modules-nvidia-%s-server-*" % branch,
-                                  "linux-objects-nvidia-%s-server-*" % branch,
-                                  "linux-signatures-nvidia-*"]
+    return [*BASE_PATTERNS, f"xserver-xorg-video-nvidia-{branch}-server*",
+            f"linux-modules-nvidia-{branch}-server-*", f"linux-objects-nvidia-{branch}-server-*",
+            "linux-signatures-nvidia-*"]
 
 
 def blacklist_regexes(patterns):
@@ -104,7 +104,7 @@ def pin_packages(distribution, patterns):
     """The ``Package:`` value of the apt preference: source packages on Debian (NVIDIA's documented
     form), name globs on Ubuntu (the linux-modules-* are kernel-versioned and must stay out)."""
     if naming(distribution) == "debian":
-        return " ".join("src:%s:any" % s for s in DRIVER_SOURCES)
+        return " ".join(f"src:{s}:any" for s in DRIVER_SOURCES)
     return " ".join(p for p in patterns if not p.startswith("linux-"))
 
 
