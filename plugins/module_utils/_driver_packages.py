@@ -65,12 +65,19 @@ def _ubuntu_userspace(branch, headless, kernel_module, module_source):
 
 def _debian_userspace(headless, kernel_module):
     dkms = "nvidia-kernel-open-dkms" if kernel_module == "open" else "nvidia-kernel-dkms"
-    return (["nvidia-driver-cuda"] if headless else ["nvidia-driver", "nvidia-driver-cuda"]) + [dkms]
+    # nvidia-driver-cuda first: it is the main package (compute) in both sets.
+    return ["nvidia-driver-cuda"] + ([] if headless else ["nvidia-driver"]) + [dkms]
 
 
-def problems(distribution, source, module_source):
+def problems(distribution, source, module_source, headless=False, flavour="generic"):
     """Refusals of a combination, each "what. Why: ... Fix: ..." (empty when it is fine)."""
     found = []
+    if module_source == "precompiled" and not headless and not flavour and naming(distribution) == "ubuntu":
+        found.append("nvidia_driver_module_source precompiled with the full driver needs "
+                     "nvidia_driver_precompiled_flavour. Why: nvidia-driver-<branch>-server depends on "
+                     "nvidia-dkms-<branch>-server, which only the flavour metapackage "
+                     "linux-modules-nvidia-<branch>-server-<flavour> provides; without it apt installs DKMS "
+                     "too. Fix: set nvidia_driver_precompiled_flavour (generic), or nvidia_driver_headless: true.")
     if module_source not in MODULE_SOURCES:
         found.append(f"nvidia_driver_module_source {module_source!r} is not one of "
                      f"{', '.join(MODULE_SOURCES)}. Fix: pick one of them.")
@@ -120,14 +127,14 @@ def plan(distribution, branch, headless=False, kernel_module="proprietary", sour
     return {
         "naming": naming(distribution),
         "packages": userspace,
-        "main_package": "nvidia-driver-cuda" if debian else userspace[0],
+        "main_package": userspace[0],
         "module_packages": kernel_packages(branch, kernel_module, kernel_release, flavour) if precompiled else [],
         "needs_dkms": not precompiled,
         "hold_patterns": patterns,
         "hold_sources": list(DRIVER_SOURCES) if debian else [],
         "blacklist_regexes": blacklist_regexes(patterns),
         "pin_packages": pin_packages(distribution, patterns),
-        "problems": problems(distribution, source, module_source),
+        "problems": problems(distribution, source, module_source, headless, flavour),
     }
 
 

@@ -40,8 +40,8 @@ options:
     type: str
   branch:
     description:
-      - Only versions of this driver branch count for O(version) (upstream version C(<branch>.*), after any epoch):
-        where one package name spans branches (Debian's C(nvidia-driver-cuda)), V("") then takes the installed
+      - Only versions of this driver branch count for O(version) (upstream version C(<branch>.*), after any epoch).
+        Where one package name spans branches (Debian's C(nvidia-driver-cuda)), V("") then takes the installed
         version of the branch, else the candidate, else the newest version of the branch.
       - V("") any version.
     type: str

@@ -46,7 +46,7 @@ def _held(name, plan, source=""):
 @pytest.mark.parametrize(("headless", "module", "expected"), [
     (True, "proprietary", ["nvidia-driver-cuda", "nvidia-kernel-dkms"]),
     (True, "open", ["nvidia-driver-cuda", "nvidia-kernel-open-dkms"]),
-    (False, "proprietary", ["nvidia-driver", "nvidia-driver-cuda", "nvidia-kernel-dkms"]),
+    (False, "proprietary", ["nvidia-driver-cuda", "nvidia-driver", "nvidia-kernel-dkms"]),
 ])
 def test_debian_uses_the_debian_names(headless, module, expected):
     plan = dp.plan("Debian", "580", headless=headless, kernel_module=module, source="cuda")
@@ -118,6 +118,12 @@ def test_blacklist_regexes_match_what_the_holds_match():
 def test_impossible_combinations_are_explained(distribution, source, module_source, message):
     found = dp.plan(distribution, "580", source=source, module_source=module_source)["problems"]
     assert len(found) == 1 and message in found[0] and "Fix:" in found[0]
+
+
+def test_precompiled_full_driver_needs_the_flavour_that_provides_nvidia_dkms():
+    found = dp.plan("Ubuntu", "580", module_source="precompiled", flavour="")["problems"]
+    assert len(found) == 1 and "needs nvidia_driver_precompiled_flavour" in found[0]
+    assert dp.plan("Ubuntu", "580", headless=True, module_source="precompiled", flavour="")["problems"] == []
 
 
 def test_valid_combinations_have_no_problems():
