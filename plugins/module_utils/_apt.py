@@ -90,21 +90,29 @@ def parse_package_files(text):
     return found
 
 
-def pick_version(info, wanted):
+def in_branch(version, branch):
+    """Whether a Debian version (an epoch allowed) is of driver branch *branch* ("" = any)."""
+    return not branch or re.match(r"^(\d+:)?" + re.escape(branch) + r"\.", version or "") is not None
+
+
+def pick_version(info, wanted, branch=""):
     """The version of one package to install, or "" when there is none.
 
     *info* is one entry of :func:`parse_policy` (None when apt does not know the package).
     wanted "" keeps the installed version, else takes the candidate. A wanted upstream version
     (580.95.05) or Debian version (580.95.05-0ubuntu0.24.04.1) takes the first available or
-    installed version equal to it or starting with it followed by "-".
+    installed version equal to it or starting with it followed by "-" (after any epoch).
+    With *branch* ("580"), only versions of that branch count: where one package name spans
+    branches (Debian's nvidia-driver-cuda), "" takes the newest of the branch, not the candidate.
     """
     info = info or {}
     installed = info.get("installed") or ""
     if not wanted:
-        return installed or info.get("candidate") or ""
-    pattern = re.compile(re.escape(wanted) + r"(-|$)")
+        candidates = [installed, info.get("candidate") or "", *info.get("versions", [])]
+        return next((v for v in candidates if v and in_branch(v, branch)), "")
+    pattern = re.compile(r"(\d+:)?" + re.escape(wanted) + r"(-|$)")
     for version in [*info.get("versions", []), installed]:
-        if version and pattern.match(version):
+        if version and pattern.match(version) and in_branch(version, branch):
             return version
     return ""
 

@@ -38,6 +38,14 @@ options:
         version (V(580.95.05-0ubuntu0.24.04.1)) takes the available or installed version that matches it.
       - Omitted, RV(version) is not returned.
     type: str
+  branch:
+    description:
+      - Only versions of this driver branch count for O(version) (upstream version C(<branch>.*), after any epoch).
+        Where one package name spans branches (Debian's C(nvidia-driver-cuda)), V("") then takes the installed
+        version of the branch, else the candidate, else the newest version of the branch.
+      - V("") any version.
+    type: str
+    default: ""
   sources_changed:
     description: The caller changed an apt source, keyring or preferences file in this run.
     type: bool
@@ -185,6 +193,7 @@ def main():
         argument_spec=dict(
             packages=dict(type="list", elements="str", default=[]),
             version=dict(type="str"),
+            branch=dict(type="str", default=""),
             sources_changed=dict(type="bool", default=False),
             cache_valid_time=dict(type="int", default=3600),
             lock_timeout=dict(type="int", default=600),
@@ -214,7 +223,7 @@ def main():
         repositories=_repositories(module),
     )
     if p["version"] is not None and p["packages"]:
-        result["version"] = _apt.pick_version(packages.get(p["packages"][0]), p["version"])
+        result["version"] = _apt.pick_version(packages.get(p["packages"][0]), p["version"], p["branch"])
     module.exit_json(**result)
 
 

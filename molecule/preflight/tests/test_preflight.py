@@ -14,12 +14,15 @@ PROFILES = {
         "count": 10,
         "islands": [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]],
         "pcie_only": False,
+        "utils": ("nvidia-utils-580-server", "nvidia-driver-580-server", "-0ubuntu0.24.04.1"),
     },
     "preflight-pcie": {
         "name": "Tesla V100-PCIE-32GB",
         "count": 8,
         "islands": [],
         "pcie_only": True,
+        # NVIDIA's debian12 repository: Debian's names, versions <upstream>-1
+        "utils": ("nvidia-smi", "nvidia-driver-cuda", "-1"),
     },
 }
 DRIVER = "580.95.05"
@@ -30,13 +33,14 @@ def profile(host):
     return PROFILES[host.backend.get_hostname()]
 
 
-def test_driver_standin_installed_from_signed_repo(host):
-    pkg = host.package("nvidia-utils-580-server")
+def test_driver_standin_installed_from_signed_repo(host, profile):
+    utils, driver, revision = profile["utils"]
+    pkg = host.package(utils)
     assert pkg.is_installed
-    assert pkg.version == "580.95.05-0ubuntu0.24.04.1"
-    policy = host.check_output("apt-cache policy nvidia-driver-580-server")
-    assert "580.105.08-0ubuntu0.24.04.1" in policy
-    assert "580.95.05-0ubuntu0.24.04.1" in policy
+    assert pkg.version == "580.95.05" + revision
+    policy = host.check_output(f"apt-cache policy {driver}")
+    assert "580.105.08" + revision in policy
+    assert "580.95.05" + revision in policy
     assert "volta-lab-repo:8080/cuda/" in policy
 
 

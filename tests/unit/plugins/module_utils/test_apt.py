@@ -208,3 +208,24 @@ def test_lock_holder_names_the_other_process(tmp_path):
     while _apt.lock_holder([str(lock)]) is not None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _apt.lock_holder([str(lock)]) is None
+
+
+# Debian's names span branches: apt-cache policy of nvidia-driver-cuda on a host of NVIDIA's debian12 repository
+# with 590 published (the shape of apt's output; versions as the lab's stand-in serves them).
+DEBIAN_SPANNING = {"installed": None, "candidate": "590.44.01-1",
+                   "versions": ["590.44.01-1", "580.105.08-1", "580.95.05-1"], "origins": []}
+
+
+@pytest.mark.parametrize(("info", "wanted", "branch", "expected"), [
+    (DEBIAN_SPANNING, "", "580", "580.105.08-1"),
+    (DEBIAN_SPANNING, "", "", "590.44.01-1"),
+    (DEBIAN_SPANNING, "580.95.05", "580", "580.95.05-1"),
+    (DEBIAN_SPANNING, "590.44.01", "580", ""),
+    (dict(DEBIAN_SPANNING, installed="580.95.05-1"), "", "580", "580.95.05-1"),
+    (dict(DEBIAN_SPANNING, installed="590.44.01-1"), "", "580", "580.105.08-1"),
+    ({"installed": None, "candidate": "1:580.95.05-1", "versions": ["1:580.95.05-1"]}, "580.95.05", "580",
+     "1:580.95.05-1"),
+    ({"installed": None, "candidate": "590.44.01-1", "versions": ["590.44.01-1"]}, "", "580", ""),
+])
+def test_pick_version_within_a_branch(info, wanted, branch, expected):
+    assert _apt.pick_version(info, wanted, branch) == expected
