@@ -16,22 +16,7 @@ import pytest
 from ansible_collections.volta.serving.plugins.module_utils import _inputs
 from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
 
-SERVER = {
-    "gpu_model": "Tesla V100-SXM2-32GB",
-    "gpu_count": 8,
-    "compute_capability": "7.0",
-    "nvlink_islands": [[0, 1, 2, 3], [4, 5, 6, 7]],
-    "ram_gb": 512,
-}
-INSTANCE = {
-    "name": "m1",
-    "engine": "vllm",
-    "model": "/srv/models/command-r-32b",
-    "gpus": [0, 1, 2, 3],
-    "max_model_len": 32768,
-    "max_num_seqs": 16,
-    "port": 8001,
-}
+from .plan_inputs import INSTANCE, SERVER
 
 
 def report(server=None, instances=None, **settings):
