@@ -209,43 +209,33 @@ def _path_problem(path):
     return None
 
 
+def _path_finding(host, variable, path, problem, why, fix):
+    """No finding when *problem* is None, else one invalid-value finding for the path setting *variable*."""
+    if problem is None:
+        return []
+    return [finding("invalid-value", host, None, variable, f"{variable} {path!r} {problem}.", why, fix)]
+
+
 def check_secrets_dir(host, path):
     """volta_secrets_dir: an absolute, normalised path of a directory only volta.serving uses."""
     problem = _path_problem(path)
     if problem is None and (path.rstrip("/") or "/") in SHARED_DIRS:
         problem = "is a directory other programs use"
-    if problem is None:
-        return []
-    return [
-        finding(
-            "invalid-value",
-            host,
-            None,
-            "volta_secrets_dir",
-            f"volta_secrets_dir {path!r} {problem}.",
-            "the key files live there; the role sets its mode to 0750 root:<service group> and deletes the key "
-            "files it wrote and no longer needs.",
-            "use a directory of its own, such as /etc/volta/secrets (the default).",
-        )
-    ]
+    return _path_finding(
+        host, "volta_secrets_dir", path, problem,
+        "the key files live there; the role sets its mode to 0750 root:<service group> and deletes the key "
+        "files it wrote and no longer needs.",
+        "use a directory of its own, such as /etc/volta/secrets (the default).",
+    )
 
 
 def check_engines_root(host, path):
     """volta_engines_root: the programs' absolute path in ExecStart= (systemd needs one)."""
-    problem = _path_problem(path)
-    if problem is None:
-        return []
-    return [
-        finding(
-            "invalid-value",
-            host,
-            None,
-            "volta_engines_root",
-            f"volta_engines_root {path!r} {problem}.",
-            "every unit's ExecStart= starts with a program under it; systemd needs an absolute path.",
-            "use an absolute path such as /opt/volta/engines (the default).",
-        )
-    ]
+    return _path_finding(
+        host, "volta_engines_root", path, _path_problem(path),
+        "every unit's ExecStart= starts with a program under it; systemd needs an absolute path.",
+        "use an absolute path such as /opt/volta/engines (the default).",
+    )
 
 
 def profile_text_problem(profile):
