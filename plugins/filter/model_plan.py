@@ -1,11 +1,11 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters volta.serving.model_plan and volta.serving.model_paths: the model layer's plan and served paths."""
+"""Filters model_plan, model_paths and model_preflight_reads: the model layer's plan, served paths, checks."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.volta.serving.plugins.module_utils import _model
+from ansible_collections.volta.serving.plugins.module_utils import _model, _model_hub
 
 
 def model_plan(instances, models, root, names=None, allow_branch=False):
@@ -24,6 +24,11 @@ def model_paths(instances, models, root, allow_branch=False):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def model_preflight_reads(instances, models, root=None, endpoint=None):
+    """What preflight reads about the instances' models: {paths, hub} (see _model_hub.preflight_reads)."""
+    return _model_hub.preflight_reads(instances, models, root, endpoint)
+
+
 class FilterModule:
     def filters(self):
-        return {"model_plan": model_plan, "model_paths": model_paths}
+        return {"model_plan": model_plan, "model_paths": model_paths, "model_preflight_reads": model_preflight_reads}

@@ -35,6 +35,8 @@ KINDS = ("hf", "url", "path")
 MARKER = ".volta-model.json"
 # The role volta.serving.model's default model_root (volta_models_root when set).
 DEFAULT_ROOT = "/srv/volta/models"
+# The role's default model_hf_endpoint (the hub itself; a mirror is set in the inventory).
+DEFAULT_ENDPOINT = "https://huggingface.co"
 CHUNK = 8 * 1024 * 1024
 
 

@@ -49,6 +49,8 @@ def empty_facts(path):
         "weight_files": 0,
         "gguf_architecture": None,
         "gguf_error": None,
+        "read_from": None,
+        "hub_error": None,
     }
 
 
@@ -57,6 +59,7 @@ def model_facts(path):
     facts = empty_facts(path)
     if not facts["local"]:
         return facts
+    facts["read_from"] = "host"
     if os.path.isdir(path):
         facts.update(exists=True, kind="directory")
         _read_directory(path, facts)

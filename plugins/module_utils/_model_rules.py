@@ -38,6 +38,7 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
 MODEL_RULES = {
     "model-missing": (ERROR, False, "an instance's local model path does not exist on the host"),
     "model-config": (ERROR, False, "a model directory without a readable config.json (vLLM engines)"),
+    "model-hub-unread": (WARNING, False, "a hub model source whose metadata could not be read before download"),
     "heads-tp": (ERROR, False, "attention heads not divisible by tensor_parallel"),
     "kv-heads-tp": (ERROR, False, "KV heads and tensor_parallel: neither divides the other"),
     "max-model-len-model": (ERROR, False, "max_model_len above the length the model's config.json allows"),
@@ -287,6 +288,9 @@ def check_models(instances, ctx, server, model_facts):
         facts = model_facts.get(inst.get("model")) if inst.get("model") else None
         if inst.get("engine") is None or not isinstance(facts, dict) or not facts.get("local"):
             continue
+        if facts.get("hub_error"):
+            out.append(_hub_unread(inst, ctx, facts))
+            continue
         if not facts.get("exists"):
             out.append(_missing(inst, ctx))
             continue
@@ -312,6 +316,21 @@ def _missing(inst, ctx):
         f"copy the checkpoint to {path} on {ctx['host']} (a directory with config.json and the weights, or "
         "the .gguf file for llama.cpp), correct model, or give the instance a model_source from volta_models "
         "(the model layer downloads it at a pinned revision).",
+    )
+
+
+def _hub_unread(inst, ctx, facts):
+    return finding(
+        "model-hub-unread",
+        ctx["host"],
+        inst["name"],
+        "model_source",
+        f"the hub's metadata for {inst['model']} could not be read before download: {facts['hub_error']}.",
+        "preflight checks a hub model's config.json and size against the instance before downloading it; "
+        "without them the model checks wait until the model layer has downloaded it (the next run checks "
+        "the files on the host).",
+        "check the model's repo, revision and token and the host's access to model_hf_endpoint; the model "
+        "layer reports the same error when it downloads.",
     )
 
 
@@ -344,6 +363,8 @@ def _check_shape(inst, ctx, facts):
             "model",
             f"model {path} has no readable config.json ({what}).",
             f"{inst['engine']} reads the model's config.json before anything else and refuses to start without it.",
+            "add '*.json' to the model source's allow_patterns (or point it at a repository with config.json)."
+            if facts.get("read_from") == "hub" else
             f"copy the whole checkpoint directory (config.json, tokenizer files, weights) to {path}.",
         )
     ]

@@ -18,6 +18,10 @@ description:
   - Read-only; never changes the host. A path that does not exist is a fact, not a failure.
   - A model that is not an absolute path (a Hugging Face id such as C(Qwen/Qwen3-8B)) is not looked up;
     its entry says RV(ansible_facts.volta_checkpoints.local=false).
+  - A model the model layer has not downloaded yet (an entry of O(hub) whose path is not on the host) is read
+    from the hub instead, over HTTP(S) from the host, before anything is downloaded - the model's file list and
+    sizes (C(/api/models/REPO/revision/REV?blobs=true)) and its small JSON files (C(config.json),
+    C(tokenizer_config.json), the safetensors index) - so that preflight checks it before any change.
 author:
   - volta.serving contributors (!UNKNOWN)
 options:
@@ -26,6 +30,43 @@ options:
     type: list
     elements: str
     required: true
+  hub:
+    description:
+      - Hugging Face sources of the instances (the C(hf) models of C(volta_models) they use), each read from the
+        hub when its O(hub[].path) is not on the host. Their paths are read like O(models) otherwise.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Where the model layer puts the model (C(MODEL_ROOT/NAME@REVISION)); the fact's key.
+        type: str
+        required: true
+      endpoint:
+        description: The hub or its mirror (C(model_hf_endpoint)).
+        type: str
+        required: true
+      repo:
+        description: The repository, C(ORG/NAME).
+        type: str
+        required: true
+      revision:
+        description: The commit (or, with C(model_allow_branch), a branch).
+        type: str
+        required: true
+      allow_patterns:
+        description: The source's C(allow_patterns); only the files they select are counted and read.
+        type: list
+        elements: str
+        default: []
+      token:
+        description: The source's hub token, sent as C(Authorization Bearer); never returned.
+        type: str
+        default: ""
+  timeout:
+    description: Seconds each request to the hub may take.
+    type: int
+    default: 30
 attributes:
   check_mode:
     support: full
@@ -44,6 +85,16 @@ EXAMPLES = r"""
 - name: Read the models of the host's instances
   volta.serving.model_facts:
     models: "{{ volta_instances | map(attribute='model', default='') | list }}"
+
+- name: Read a hub model before the model layer downloads it
+  volta.serving.model_facts:
+    models: []
+    hub:
+      - path: /srv/volta/models/qwen@0123456789abcdef0123456789abcdef01234567
+        endpoint: https://huggingface.co
+        repo: Qwen/Qwen2.5-72B-Instruct
+        revision: 0123456789abcdef0123456789abcdef01234567
+        allow_patterns: ["*.json", "*.safetensors"]
 
 - name: Stop when a model is not there
   ansible.builtin.assert:
@@ -111,18 +162,40 @@ ansible_facts:
           description: Why the GGUF header could not be read; V(null) when read or not a GGUF.
           type: str
           sample: not a GGUF file (no GGUF magic)
+        read_from:
+          description: V(host) (read on the host), V(hub) (read from the hub before download), V(null) (not read).
+          type: str
+          sample: hub
+        hub_error:
+          description: Why the hub's metadata could not be read (the token never appears); V(null) otherwise.
+          type: str
+          sample: "Org/Model@0123456789ab: HTTP 401 Invalid credentials in Authorization header"
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.volta.serving.plugins.module_utils._model_facts import gather
+from ansible_collections.volta.serving.plugins.module_utils._model_hub import gather
+
+HUB_SPEC = dict(
+    path=dict(type="str", required=True),
+    endpoint=dict(type="str", required=True),
+    repo=dict(type="str", required=True),
+    revision=dict(type="str", required=True),
+    allow_patterns=dict(type="list", elements="str", default=[]),
+    token=dict(type="str", default="", no_log=True),
+)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(models=dict(type="list", elements="str", required=True)),
+        argument_spec=dict(
+            models=dict(type="list", elements="str", required=True),
+            hub=dict(type="list", elements="dict", default=[], options=HUB_SPEC),
+            timeout=dict(type="int", default=30),
+        ),
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, ansible_facts={"volta_checkpoints": gather(module.params["models"])})
+    facts = gather(module.params["models"], module.params["hub"], module.params["timeout"])
+    module.exit_json(changed=False, ansible_facts={"volta_checkpoints": facts})
 
 
 if __name__ == "__main__":

@@ -21,3 +21,8 @@ def test_no_service_account_and_no_secrets(host):
     assert not host.file("/etc/volta").exists
     assert not host.file("/var/lib/volta").exists
     assert not host.file("/usr/local/libexec/volta").exists
+
+
+def test_no_model_downloaded(host):
+    # The hub model of instance hub-long was read from the hub (metadata only), never downloaded.
+    assert not host.file("/srv/volta/models").exists

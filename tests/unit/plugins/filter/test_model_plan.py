@@ -6,14 +6,25 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.volta.serving.plugins.filter.model_plan import FilterModule, model_paths, model_plan
+from ansible_collections.volta.serving.plugins.filter.model_plan import (
+    FilterModule,
+    model_paths,
+    model_plan,
+    model_preflight_reads,
+)
 
 C1 = "0123456789abcdef0123456789abcdef01234567"
 MODELS = {"tiny": {"hf": {"repo": "volta-lab/tiny-llama", "revision": C1, "token": "hf_x"}}}
 
 
 def test_the_filters_are_registered():
-    assert FilterModule().filters() == {"model_plan": model_plan, "model_paths": model_paths}
+    assert FilterModule().filters() == {"model_plan": model_plan, "model_paths": model_paths,
+                                        "model_preflight_reads": model_preflight_reads}
+
+
+def test_preflight_reads_never_fails_on_a_bad_inventory():
+    assert model_preflight_reads([{"name": "a", "model_source": "nope"}], {}) == {"paths": [], "hub": []}
+    assert model_preflight_reads([{"name": "a", "model": "/m"}], None, None, None) == {"paths": ["/m"], "hub": []}
 
 
 def test_model_plan_and_paths():

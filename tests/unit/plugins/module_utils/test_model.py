@@ -203,3 +203,14 @@ class HfHubHTTPError(Exception):
 )
 def test_explain_words_the_client_errors(exc, part):
     assert part in m.explain(exc)
+
+
+def test_the_defaults_of_the_controller_side_match_the_role():
+    """Preflight and the serving plan default to what roles/model/defaults/main.yml says (one value each)."""
+    import yaml
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "model", "defaults", "main.yml")
+    with open(root, encoding="utf-8") as handle:
+        defaults = yaml.safe_load(handle)
+    assert defaults["model_hf_endpoint"] == m.DEFAULT_ENDPOINT
+    assert defaults["model_root"] == "{{ volta_models_root | default('" + m.DEFAULT_ROOT + "') }}"

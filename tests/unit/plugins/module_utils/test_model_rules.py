@@ -136,7 +136,44 @@ def test_rule(models, fixture, fields, rule, severity, field, text):
 
 
 def test_every_model_rule_has_a_case():
-    assert set(MODEL_RULES) - {c[3] for c in CASES} == set()
+    assert set(MODEL_RULES) - {c[3] for c in CASES} - {"model-hub-unread"} == set()
+
+
+def hub_facts_of(path, **changes):
+    """Facts as _model_hub.hub_facts gives them for a model not downloaded yet."""
+    facts = gather([path])[path]
+    facts.update(read_from="hub", **changes)
+    return facts
+
+
+def test_an_unreadable_hub_model_warns_and_defers_its_checks(tmp_path):
+    path = str(tmp_path / "tiny@0123456789abcdef0123456789abcdef01234567")
+    facts = {path: hub_facts_of(path, hub_error="org/m@0123456789ab: HTTP 401 GatedRepo (a gated repo)")}
+    rep = build_report("lab-host", copy.deepcopy(PCIE), [chat(path, max_model_len=10**7)], keyed_instances=KEYED,
+                       model_facts=facts)
+    hits = findings(rep, "model-hub-unread")
+    assert [h["severity"] for h in hits] == ["warning"]
+    assert hits[0]["message"].startswith("lab-host: instance chat: field model_source: the hub's metadata for ")
+    assert "HTTP 401 GatedRepo" in hits[0]["message"]
+    assert not findings(rep, "model-missing"), "a model not downloaded yet is not 'missing on the host'"
+
+
+def test_a_hub_read_model_is_checked_like_a_local_one(models, tmp_path):
+    local = gather([models["Qwen2.5-72B-Instruct"]])[models["Qwen2.5-72B-Instruct"]]
+    path = str(tmp_path / "qwen@0123456789abcdef0123456789abcdef01234567")
+    facts = {path: dict(local, path=path, read_from="hub")}
+    rep = build_report("lab-host", copy.deepcopy(PCIE), [chat(path, gpus=[0, 1, 2], tensor_parallel=3)],
+                       keyed_instances=KEYED, model_facts=facts)
+    assert findings(rep, "heads-tp") and findings(rep, "weights-fit")
+
+
+def test_a_hub_model_without_config_json_names_allow_patterns(tmp_path):
+    path = str(tmp_path / "m@0123456789abcdef0123456789abcdef01234567")
+    facts = {path: hub_facts_of(path, exists=True, kind="directory",
+                                config_error="config.json is not among the files the source fetches")}
+    rep = build_report("lab-host", copy.deepcopy(PCIE), [chat(path)], keyed_instances=KEYED, model_facts=facts)
+    (hit,) = findings(rep, "model-config")
+    assert "Fix: add '*.json' to the model source's allow_patterns" in hit["message"]
 
 
 def test_oversized_message_names_both_numbers(models):
