@@ -29,6 +29,12 @@ def model_preflight_reads(instances, models, root=None, endpoint=None):
     return _model_hub.preflight_reads(instances, models, root, endpoint)
 
 
+def model_switch_back(instances, name, model):
+    """The plan's instances with instance *name* on *model* (see _model.on_model)."""
+    return _model.on_model(instances, name, model)
+
+
 class FilterModule:
     def filters(self):
-        return {"model_plan": model_plan, "model_paths": model_paths, "model_preflight_reads": model_preflight_reads}
+        return {"model_plan": model_plan, "model_paths": model_paths, "model_preflight_reads": model_preflight_reads,
+                "model_switch_back": model_switch_back}

@@ -342,3 +342,20 @@ def model_plan(instances, models, root, names=None, allow_branch=False):
                     "token": bool(isinstance(hf, dict) and hf.get("token")),
                     "dir": model_dir(root, name, src), "path": served_path(root, name, src)})
     return out
+
+
+# ---------------------------------------------------------------- switching back
+def on_model(instances, name, model):
+    """The plan's *instances* with instance *name* serving *model* instead (model and its argv element).
+
+    Used to put an instance back on the model revision it served before when it fails its health
+    check on a new one: only the model path changes, every other setting stays as planned.
+    """
+    out = []
+    for inst in instances:
+        old = inst.get("model")
+        if inst.get("name") != name or old == model:
+            out.append(inst)
+            continue
+        out.append(dict(inst, model=model, argv=[model if arg == old else arg for arg in inst.get("argv") or []]))
+    return out

@@ -11,6 +11,7 @@ from ansible_collections.volta.serving.plugins.filter.model_plan import (
     model_paths,
     model_plan,
     model_preflight_reads,
+    model_switch_back,
 )
 
 C1 = "0123456789abcdef0123456789abcdef01234567"
@@ -19,7 +20,8 @@ MODELS = {"tiny": {"hf": {"repo": "volta-lab/tiny-llama", "revision": C1, "token
 
 def test_the_filters_are_registered():
     assert FilterModule().filters() == {"model_plan": model_plan, "model_paths": model_paths,
-                                        "model_preflight_reads": model_preflight_reads}
+                                        "model_preflight_reads": model_preflight_reads,
+                                        "model_switch_back": model_switch_back}
 
 
 def test_preflight_reads_never_fails_on_a_bad_inventory():
@@ -44,3 +46,17 @@ def test_model_plan_and_paths():
 def test_errors_become_filter_errors(call, message):
     with pytest.raises(AnsibleFilterError, match=message):
         call()
+
+
+def test_switch_back_changes_only_the_model_of_one_instance():
+    new, old = "/srv/volta/models/tiny@" + "b" * 40, "/srv/volta/models/tiny@" + C1
+    chat = {"name": "chat", "model": new, "served_model_name": "chat",
+            "argv": ["/opt/volta/engines/vllm/current/bin/vllm", "serve", new, "--served-model-name", "chat"]}
+    other = {"name": "other", "model": new, "argv": ["x", new]}
+    out = model_switch_back([chat, other], "chat", old)
+    assert out[0] == dict(chat, model=old, argv=["/opt/volta/engines/vllm/current/bin/vllm", "serve", old,
+                                                 "--served-model-name", "chat"])
+    assert out[1] == other and chat["model"] == new, "the other instance and the input are left as they were"
+    llama = {"name": "g", "model": "/m@1/a.gguf", "argv": ["llama-server", "-m", "/m@1/a.gguf", "--alias", "g"]}
+    assert model_switch_back([llama], "g", "/m@0/a.gguf")[0]["argv"] == ["llama-server", "-m", "/m@0/a.gguf",
+                                                                          "--alias", "g"]

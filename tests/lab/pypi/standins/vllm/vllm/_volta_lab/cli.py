@@ -16,6 +16,12 @@ under 70 GiB, i.e. every V100). Written from those facts, not copied. The 1cat_v
 shares this module: assumed to validate like vLLM 0.21.0 (1Cat-vLLM is a fork; not read).
 tests/real/test_vllm_argv.py compares it with the real release.
 
+A local model path (absolute) must hold what vLLM 0.21.0's ``get_config``
+(vllm/transformers_utils/config.py) looks for before anything loads: a ``config.json``
+(or Mistral's ``params.json``), or be a ``.gguf`` file; otherwise it fails with that
+function's "Invalid repository ID or local directory specified" error (``model_error``).
+Nothing else of the model is read (no weights, no architecture check).
+
 Module-level imports are the standard library only, so that tests load this file on its own.
 """
 
@@ -186,11 +192,32 @@ def _gpu_checks(args):
     return 0
 
 
+def model_error(model):
+    """vLLM 0.21.0 get_config's error for a local model path it finds no configuration in, else None."""
+    if not str(model).startswith("/"):
+        return None  # a hub id: not simulated
+    if str(model).endswith(".gguf") and os.path.isfile(model):
+        return None
+    if os.path.isdir(model) and any(os.path.isfile(os.path.join(model, n)) for n in ("config.json", "params.json")):
+        return None
+    return (f"ValueError: Invalid repository ID or local directory specified: '{model}'.\n"
+            "Please verify the following requirements:\n"
+            "1. Provide a valid Hugging Face repository ID.\n"
+            "2. Specify a local directory that contains a recognized configuration file.\n"
+            "   - For Hugging Face models: ensure the presence of a 'config.json'.\n"
+            "   - For Mistral models: ensure the presence of a 'params.json'.")
+
+
+def _model_check(args):
+    error = model_error(args.get("model_tag") or args.get("model") or DEFAULT_MODEL)
+    return _fail("config.py:717", error) if error else 0
+
+
 def _startup_checks(build, args):
     """What the real server would die of before binding its port, in the order it meets them."""
     skip_torch = os.environ.get("VOLTA_LAB_SKIP_TORCH_CHECK") == "1"
     return (_attention_check(build, args) or (0 if skip_torch else _torch_checks(build))
-            or _scheduler_check(args) or (0 if skip_torch else _gpu_checks(args)))
+            or _model_check(args) or _scheduler_check(args) or (0 if skip_torch else _gpu_checks(args)))
 
 
 def serve_main(argv, mode="serve"):
