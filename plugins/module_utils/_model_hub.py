@@ -4,8 +4,8 @@
 
 Preflight reads what an instance's ``model_source`` will serve before the model layer downloads
 anything, so the model rules (heads vs tensor_parallel, max_model_len, quantization, MLA, fit) can
-refuse a wrong checkpoint before any change. What is read, over plain HTTP(S) with the standard
-library (no huggingface_hub on the host yet), in the shape of _model_facts.model_facts:
+refuse a wrong checkpoint before any change. What is read, over HTTP(S) with Ansible's open_url
+(no huggingface_hub on the host yet), in the shape of _model_facts.model_facts:
 
 - ``GET {endpoint}/api/models/{repo}/revision/{revision}?blobs=true``: the files of the commit and
   their sizes (``siblings``: ``rfilename``, ``size``, ``lfs.size``), the same metadata the
@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.parse
-import urllib.request
 
+from ansible.module_utils.urls import open_url
 from ansible_collections.volta.serving.plugins.module_utils import _model, _model_facts
 
 DEFAULT_TIMEOUT = 30
@@ -44,16 +44,18 @@ def file_url(endpoint, repo, revision, path):
 
 
 def urllib_reader(token=None, timeout=DEFAULT_TIMEOUT, limit=_model_facts.CONFIG_MAX_BYTES):
-    """``read(url) -> bytes`` over urllib (redirects followed), at most *limit* bytes."""
+    """``read(url) -> bytes`` with open_url (redirects followed), at most *limit* bytes."""
 
     def read(url):
         if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
             raise ValueError(f"{url} is not an http(s) URL (model_hf_endpoint)")
-        request = urllib.request.Request(url, headers={"User-Agent": "volta.serving-model-facts"})  # noqa: S310  http(s) only, checked above
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310  http(s) only, checked above
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        answer = open_url(url, headers=headers, timeout=timeout, http_agent="volta.serving-model-facts",
+                          follow_redirects="safe")
+        try:
             data = answer.read(limit + 1)
+        finally:
+            answer.close()
         if len(data) > limit:
             raise ValueError(f"{url} answers more than {limit} bytes")
         return data
@@ -186,4 +188,3 @@ def gather(paths, hub=(), timeout=DEFAULT_TIMEOUT, reader=urllib_reader):
         out[entry["path"]] = hub_facts(entry["path"], entry["endpoint"], entry["repo"], entry["revision"],
                                        entry.get("allow_patterns") or (), read)
     return out
-

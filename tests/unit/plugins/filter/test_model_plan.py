@@ -58,5 +58,5 @@ def test_switch_back_changes_only_the_model_of_one_instance():
                                                  "--served-model-name", "chat"])
     assert out[1] == other and chat["model"] == new, "the other instance and the input are left as they were"
     llama = {"name": "g", "model": "/m@1/a.gguf", "argv": ["llama-server", "-m", "/m@1/a.gguf", "--alias", "g"]}
-    assert model_switch_back([llama], "g", "/m@0/a.gguf")[0]["argv"] == ["llama-server", "-m", "/m@0/a.gguf",
-                                                                          "--alias", "g"]
+    back = model_switch_back([llama], "g", "/m@0/a.gguf")[0]["argv"]
+    assert back == ["llama-server", "-m", "/m@0/a.gguf", "--alias", "g"]
