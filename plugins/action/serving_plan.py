@@ -63,6 +63,7 @@ ARGUMENT_SPEC = {
     "gateway": {"type": "dict"},
     "api_key_sha256": {"type": "dict"},
     "lab": {"type": "bool"},
+    "units": {"type": "dict"},
     "models": {"type": "dict"},
     "models_root": {"type": "str"},
     "dump_dir": {"type": "path"},
@@ -131,6 +132,12 @@ VAR_DEFAULTS = {
         " if api_gateway_host_key | default('') | length > 0 else {})"
     ),
     "lab": "volta_lab | default(false) | bool",
+    # What engine_service writes into every unit's restart policy (checked: the start limit must trip).
+    "units": (
+        "{'restart_sec': engine_service_restart_sec | default(10),"
+        " 'start_limit_interval': engine_service_start_limit_interval | default(600),"
+        " 'start_limit_burst': engine_service_start_limit_burst | default(5)}"
+    ),
     # An instance's model_source names one of volta_models (role volta.serving.model); its model is then
     # the source's served path under the role's model_root (_model.resolve_instances).
     "models": "volta_models | default({})",
@@ -218,6 +225,7 @@ class ActionModule(ActionBase):
             gateway=args.get("gateway"),
             key_sha256=args.get("api_key_sha256"),
             lab=bool(args.get("lab")),
+            units=args.get("units"),
         )
 
         result.update(
