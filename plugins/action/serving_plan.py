@@ -33,6 +33,7 @@ from ansible_collections.volta.serving.plugins.module_utils._plan import (
     DEFAULT_SECRETS_DIR,
     build_report,
 )
+from ansible_collections.volta.serving.plugins.module_utils._shapes import shape_problems
 
 # No defaults here: an argument left out comes from VAR_DEFAULTS (host variables), whose
 # expressions carry the built-in defaults.
@@ -145,6 +146,11 @@ VAR_DEFAULTS = {
 }
 
 
+# The host variables whose type is checked before any expression reads inside them (a list
+# api_gateway_keys made dict2items fail), with the argument that replaces each when given.
+SHAPE_VARS = {"volta_server": "server", "volta_instances": "instances", "api_gateway_keys": "api_key_instances"}
+
+
 def write_dump(dump_dir, host, plan):
     """Write *plan* to <dump_dir>/<host>.json on the controller; return the path."""
     os.makedirs(dump_dir, exist_ok=True)
@@ -162,10 +168,28 @@ class ActionModule(ActionBase):
     _requires_connection = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
 
+    @staticmethod
+    def _shape_problems(templar, given):
+        """One line per host variable of the wrong type (volta_server, volta_instances, api_gateway_keys)."""
+        variables = {}
+        for name, argument in SHAPE_VARS.items():
+            if argument in given:
+                if name != "api_gateway_keys":
+                    variables[name] = given[argument]
+                continue
+            variables[name] = templar.evaluate_expression(trust_as_template(f"{name} | default(none)"))
+        host = given.get("host") or templar.evaluate_expression(
+            trust_as_template(VAR_DEFAULTS["host"])
+        )
+        return shape_problems(host, variables)
+
     def _resolve_args(self, task_vars):
         """The task's arguments, each one left out read from the host's variables (VAR_DEFAULTS)."""
         given = {k: v for k, v in self._task.args.items() if v is not None}
         templar = self._templar.copy_with_new_env(available_variables=task_vars)
+        problems = self._shape_problems(templar, given)
+        if problems:
+            raise AnsibleActionFail("\n".join(problems))
         merged = dict(given)
         for name, expression in VAR_DEFAULTS.items():
             if name in given:

@@ -338,7 +338,11 @@ class _Normalizer:
             if isinstance(gpus, list) and all(_is_int(g) and g >= 0 for g in gpus):
                 inst["gpus"] = list(gpus)
             else:
-                self.invalid("gpus", f"gpus {gpus!r} is not a list of GPU indexes.", "a list such as [0, 1]")
+                self.invalid(
+                    "gpus",
+                    f"gpus {gpus!r} is not a list of GPU indexes (whole numbers from 0).",
+                    "a list such as [0, 1]",
+                )
         positive = "a positive integer"
         inst["pipeline_parallel"] = self.pick("pipeline_parallel", lambda v: _is_int(v) and v > 0, positive, 1)
         tp_default = None
@@ -677,7 +681,8 @@ def _context(host, server, islands, settings):
         "cc": _cc_tuple(server.get("compute_capability")),
         "cc_text": str(server.get("compute_capability", "")),
         "islands": islands,
-        "gpu_count": gpu_count if _is_int(gpu_count) else None,
+        # A count below 1 is refused by the shape check (_shapes); no GPU range is derived from it.
+        "gpu_count": gpu_count if _is_int(gpu_count) and gpu_count >= 1 else None,
         "ram_gb": ram_gb if _is_number(ram_gb) else None,
         "ssh_port": int(ssh_port) if str(ssh_port).isdigit() else None,
         "keyed_instances": set(settings["keyed_instances"] or ()),

@@ -23,7 +23,7 @@ SERVER_FIELDS = "gpu_model, gpu_count, compute_capability, nvlink_islands, ram_g
 def describe(value, secret=False):
     """What *value* is, in words: ``the string 'chat'``, ``a list of 2 items``, ``the number -1``."""
     if value is None:
-        return "null"
+        return "nothing (not set, or null)"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, (int, float)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.volta.serving.plugins.filter import input_shapes as plugin
+from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
 from ansible_collections.volta.serving.plugins.module_utils._shapes import describe, shape_problems
 
 SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
@@ -53,9 +54,9 @@ def test_good_shapes_pass():
          "h1: volta_server.nvlink_islands: expected a list of lists of GPU indexes, got the string '0-3'."),
         ({"volta_server": {**SERVER, "nvlink_islands": [[0, -1]]}}, "h1: volta_server.nvlink_islands: expected"),
         ({"volta_server": {k: v for k, v in SERVER.items() if k != "gpu_model"}},
-         "h1: volta_server.gpu_model: expected the GPU model as nvidia-smi names it, got null."),
+         "h1: volta_server.gpu_model: expected the GPU model as nvidia-smi names it, got nothing (not set, or null)."),
         ({"volta_server": {k: v for k, v in SERVER.items() if k != "compute_capability"}},
-         "h1: volta_server.compute_capability: expected a string such as \"7.0\", got null."),
+         "h1: volta_server.compute_capability: expected a string such as \"7.0\", got nothing (not set, or null)."),
         ({"api_gateway_keys": ["chat"]},
          "h1: api_gateway_keys: expected a mapping of instance name -> API key, got a list of 1 item. Fix:"),
     ],
@@ -79,7 +80,8 @@ def test_every_problem_is_reported_at_once():
 
 @pytest.mark.parametrize(
     ("value", "words"),
-    [(None, "null"), (True, "the boolean true"), (-1, "the number -1"), ("x" * 50, "the string '" + "x" * 37 + "...'"),
+    [(None, "nothing (not set, or null)"), (True, "the boolean true"), (-1, "the number -1"),
+     ("x" * 50, "the string '" + "x" * 37 + "...'"),
      ({}, "a mapping"), ([1, 2], "a list of 2 items"), (object(), "a value of type object")],
 )  # fmt: skip
 def test_describe(value, words):
@@ -91,3 +93,50 @@ def test_filter_is_registered_and_wraps_the_check():
     assert plugin.input_shapes({"volta_server": SERVER, "volta_instances": "chat"}, "h1")[0].startswith(
         "h1: volta_instances: expected a list"
     )
+
+
+# Through the plan (build_report): what follows a shape that is right but a value that is not.
+
+
+def plan_errors(instance, server=SERVER, keyed=("chat",)):
+    report = build_report("h1", server, [instance], keyed_instances=list(keyed))
+    return [f["message"] for f in report["findings"] if f["severity"] == "error"]
+
+
+@pytest.mark.parametrize("name", ["Bad Name!", "m1\n", ""])
+def test_a_refused_name_is_one_error_not_a_second_about_keys(name):
+    # Before: "... field api_gateway_keys: ... Fix: add None to api_gateway_keys" came with it.
+    errors = plan_errors({**INSTANCE, "name": name}, keyed=())
+    assert all("api_gateway_keys" not in message for message in errors), errors
+    assert all("add None" not in message for message in errors), errors
+    assert any("field name" in message for message in errors), errors
+
+
+def test_an_instance_without_a_key_still_gets_the_key_error():
+    (message,) = plan_errors(INSTANCE, keyed=())
+    assert "h1: instance chat: field api_gateway_keys: no API key is configured" in message
+    assert "Fix: add chat to api_gateway_keys" in message
+
+
+def test_a_negative_gpu_count_derives_no_gpu_range():
+    # Before: "GPU 0 does not exist: volta_server.gpu_count is -1 (indexes 0--2) ... between 0 and -2".
+    errors = plan_errors(INSTANCE, server={**SERVER, "gpu_count": -1})
+    assert not any("0--2" in message or "-2." in message for message in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"max_num_seqs": -4}, "h1: instance chat: field max_num_seqs: max_num_seqs -4 is not valid. "
+                               "Why: max_num_seqs must be a positive integer."),
+        ({"tensor_parallel": 0}, "h1: instance chat: field tensor_parallel: tensor_parallel 0 is not valid. "
+                                 "Why: tensor_parallel must be a positive integer."),
+        ({"gpus": [-1]}, "h1: instance chat: field gpus: gpus [-1] is not a list of GPU indexes (whole numbers "
+                         "from 0). Why: gpus must be a list such as [0, 1]."),
+        ({"port": -1}, "h1: instance chat: field port: port -1 is not usable. Why: ports are 1-65535"),
+        ({"max_model_len": 0}, "h1: instance chat: field max_model_len: max_model_len 0 is not valid."),
+    ],
+)  # fmt: skip
+def test_negative_and_zero_counts_are_named_with_the_field(changes, expected):
+    errors = plan_errors({**INSTANCE, **changes})
+    assert any(message.startswith(expected) for message in errors), errors
