@@ -98,8 +98,8 @@ def test_filter_is_registered_and_wraps_the_check():
 # Through the plan (build_report): what follows a shape that is right but a value that is not.
 
 
-def plan_errors(instance, server=SERVER, keyed=("chat",)):
-    report = build_report("h1", server, [instance], keyed_instances=list(keyed))
+def plan_errors(instance, server=None, keyed=("chat",)):
+    report = build_report("h1", server or SERVER, [instance], keyed_instances=list(keyed))
     return [f["message"] for f in report["findings"] if f["severity"] == "error"]
 
 

@@ -17,8 +17,8 @@ SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 2, "compute_capabili
           "nvlink_islands": [], "ram_gb": 251}  # fmt: skip
 
 
-def report(units=None, server=SERVER):
-    return build_report("unit-host", server, [], units=units)
+def report(units=None):
+    return build_report("unit-host", SERVER, [], units=units)
 
 
 def messages(units):
