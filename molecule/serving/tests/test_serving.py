@@ -175,7 +175,7 @@ def test_engine_proc_hides_other_users_processes(host):
 
 def test_a_crashing_unit_ends_failed_after_the_start_limit(host):
     # The rendered unit with a program that always fails and RestartSec=1: StartLimitBurst (5) starts,
-    # then systemd stops restarting it (start-limit-hit) instead of retrying forever.
+    # then systemd stops restarting it ("Start request repeated too quickly") instead of retrying forever.
     crash = "volta-crashloop-test.service"
     path = f"/etc/systemd/system/{crash}"
     host.check_output(
@@ -195,11 +195,11 @@ def test_a_crashing_unit_ends_failed_after_the_start_limit(host):
         time.sleep(3)
         assert show(host, crash, "ActiveState", "NRestarts") == props, "it restarted after the start limit"
         assert "Start request repeated too quickly" in host.check_output(f"journalctl -u {crash} --no-pager")
-        # A start is refused until reset-failed, which the role's restart runs first.
+        # A start is refused until reset-failed, which the role's restart runs first; then it is accepted.
         assert host.run(f"systemctl start {crash}").rc != 0
-        assert show(host, crash, "Result")["Result"] == "start-limit-hit"
         host.check_output(f"systemctl reset-failed {crash}")
-        assert show(host, crash, "ActiveState", "Result") == {"ActiveState": "inactive", "Result": "success"}
+        assert show(host, crash, "ActiveState")["ActiveState"] == "inactive"
+        assert host.run(f"systemctl start {crash}").rc == 0
     finally:
         host.run(f"systemctl stop {crash}; rm -f {path}; systemctl daemon-reload; systemctl reset-failed {crash}")
 
