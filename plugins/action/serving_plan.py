@@ -33,6 +33,7 @@ from ansible_collections.volta.serving.plugins.module_utils._plan import (
     DEFAULT_SECRETS_DIR,
     build_report,
 )
+from ansible_collections.volta.serving.plugins.module_utils._shapes import shape_problems
 
 # No defaults here: an argument left out comes from VAR_DEFAULTS (host variables), whose
 # expressions carry the built-in defaults.
@@ -63,6 +64,7 @@ ARGUMENT_SPEC = {
     "gateway": {"type": "dict"},
     "api_key_sha256": {"type": "dict"},
     "lab": {"type": "bool"},
+    "units": {"type": "dict"},
     "models": {"type": "dict"},
     "models_root": {"type": "str"},
     "dump_dir": {"type": "path"},
@@ -131,11 +133,22 @@ VAR_DEFAULTS = {
         " if api_gateway_host_key | default('') | length > 0 else {})"
     ),
     "lab": "volta_lab | default(false) | bool",
+    # What engine_service writes into every unit's restart policy (checked: the start limit must trip).
+    "units": (
+        "{'restart_sec': engine_service_restart_sec | default(10),"
+        " 'start_limit_interval': engine_service_start_limit_interval | default(600),"
+        " 'start_limit_burst': engine_service_start_limit_burst | default(5)}"
+    ),
     # An instance's model_source names one of volta_models (role volta.serving.model); its model is then
     # the source's served path under the role's model_root (_model.resolve_instances).
     "models": "volta_models | default({})",
     "models_root": f"model_root | default(volta_models_root | default('{DEFAULT_MODELS_ROOT}'))",
 }
+
+
+# The host variables whose type is checked before any expression reads inside them (a list
+# api_gateway_keys made dict2items fail), with the argument that replaces each when given.
+SHAPE_VARS = {"volta_server": "server", "volta_instances": "instances", "api_gateway_keys": "api_key_instances"}
 
 
 def write_dump(dump_dir, host, plan):
@@ -155,10 +168,28 @@ class ActionModule(ActionBase):
     _requires_connection = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
 
+    @staticmethod
+    def _shape_problems(templar, given):
+        """One line per host variable of the wrong type (volta_server, volta_instances, api_gateway_keys)."""
+        variables = {}
+        for name, argument in SHAPE_VARS.items():
+            if argument in given:
+                if name != "api_gateway_keys":
+                    variables[name] = given[argument]
+                continue
+            variables[name] = templar.evaluate_expression(trust_as_template(f"{name} | default(none)"))
+        host = given.get("host") or templar.evaluate_expression(
+            trust_as_template(VAR_DEFAULTS["host"])
+        )
+        return shape_problems(host, variables)
+
     def _resolve_args(self, task_vars):
         """The task's arguments, each one left out read from the host's variables (VAR_DEFAULTS)."""
         given = {k: v for k, v in self._task.args.items() if v is not None}
         templar = self._templar.copy_with_new_env(available_variables=task_vars)
+        problems = self._shape_problems(templar, given)
+        if problems:
+            raise AnsibleActionFail("\n".join(problems))
         merged = dict(given)
         for name, expression in VAR_DEFAULTS.items():
             if name in given:
@@ -218,6 +249,7 @@ class ActionModule(ActionBase):
             gateway=args.get("gateway"),
             key_sha256=args.get("api_key_sha256"),
             lab=bool(args.get("lab")),
+            units=args.get("units"),
         )
 
         result.update(

@@ -58,6 +58,7 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
     throughput_mode,
     vllm_default_mbt,
 )
+from ansible_collections.volta.serving.plugins.module_utils._units import check_start_limit, unit_sandbox
 from ansible_collections.volta.serving.plugins.module_utils._vllm_cli import check_flags, resolve_args
 
 BIND_HOST = "127.0.0.1"
@@ -337,7 +338,11 @@ class _Normalizer:
             if isinstance(gpus, list) and all(_is_int(g) and g >= 0 for g in gpus):
                 inst["gpus"] = list(gpus)
             else:
-                self.invalid("gpus", f"gpus {gpus!r} is not a list of GPU indexes.", "a list such as [0, 1]")
+                self.invalid(
+                    "gpus",
+                    f"gpus {gpus!r} is not a list of GPU indexes (whole numbers from 0).",
+                    "a list such as [0, 1]",
+                )
         positive = "a positive integer"
         inst["pipeline_parallel"] = self.pick("pipeline_parallel", lambda v: _is_int(v) and v > 0, positive, 1)
         tp_default = None
@@ -676,7 +681,8 @@ def _context(host, server, islands, settings):
         "cc": _cc_tuple(server.get("compute_capability")),
         "cc_text": str(server.get("compute_capability", "")),
         "islands": islands,
-        "gpu_count": gpu_count if _is_int(gpu_count) else None,
+        # A count below 1 is refused by the shape check (_shapes); no GPU range is derived from it.
+        "gpu_count": gpu_count if _is_int(gpu_count) and gpu_count >= 1 else None,
         "ram_gb": ram_gb if _is_number(ram_gb) else None,
         "ssh_port": int(ssh_port) if str(ssh_port).isdigit() else None,
         "keyed_instances": set(settings["keyed_instances"] or ()),
@@ -793,11 +799,13 @@ def build_report(
     gateway=None,
     key_sha256=None,
     lab=False,
+    units=None,
 ):
     """Check one host's instances and build its plan.
 
     *gateway*: the api_gateway settings that reach nginx (``_gateway.GATEWAY_KEYS``), or None.
     *key_sha256*: where each configured key is set -> its sha256 (never the keys); *lab*: volta_lab.
+    *units*: engine_service's restart_sec, start_limit_interval and start_limit_burst (``_units``).
 
     Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
@@ -811,7 +819,7 @@ def build_report(
     server, instances, findings = _host_inputs(host, server, instances)
     findings += check_server_inputs(host, server) + check_gateway(host, gateway)
     findings += check_secrets_dir(host, secrets_dir) + check_engines_root(host, engines_root)
-    findings += check_example_keys(host, key_sha256, lab)
+    findings += check_example_keys(host, key_sha256, lab) + check_start_limit(host, units)
     merged, profile_findings = merge_profiles(profiles, host)
     islands, island_findings = _islands(host, server)
     findings += profile_findings + island_findings
@@ -832,7 +840,12 @@ def build_report(
     gateway_ports = sorted(entry["public_port"] for entry in plan_instances if entry["enabled"])
     return {
         "host": host,
-        "plan": {"host": host, "gateway_ports": gateway_ports, "instances": plan_instances},
+        "plan": {
+            "host": host,
+            "gateway_ports": gateway_ports,
+            "instances": plan_instances,
+            "unit_sandbox": unit_sandbox(server.get("gpu_count")),
+        },
         "findings": findings,
         "errors": sum(1 for f in findings if f["severity"] == ERROR),
         "warnings": sum(1 for f in findings if f["severity"] == WARNING),

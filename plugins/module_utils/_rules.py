@@ -795,7 +795,8 @@ def _check_security(inst, ctx):
                     "remove it; put --attention-backend in extra_args if the profile's backend is not wanted.",
                 )
             )
-    if inst["enabled"] and not _has_key(name, ctx):
+    # An instance whose name was refused has its own error; "add None to api_gateway_keys" would be a second one.
+    if inst["enabled"] and name and not _has_key(name, ctx):
         out.append(
             finding(
                 "no-api-key",

@@ -178,6 +178,15 @@ options:
     description:
       - The inventory is a lab (C(volta_lab)); its published example keys are allowed.
     type: bool
+  units:
+    description:
+      - What engine_service writes into every unit's restart policy, C(restart_sec), C(start_limit_interval) and
+        C(start_limit_burst) (C(RestartSec=), C(StartLimitIntervalSec=), C(StartLimitBurst=)). A start limit that
+        cannot trip (C(start_limit_burst) starts, C(restart_sec) apart, not within C(start_limit_interval)) is an
+        error.
+      - Defaults to C(engine_service_restart_sec), C(engine_service_start_limit_interval) and
+        C(engine_service_start_limit_burst) in the host's variables (10, 600, 5).
+    type: dict
   models:
     description:
       - Model sources by name (C(volta_models), role volta.serving.model). An instance with C(model_source) gets
@@ -269,6 +278,15 @@ plan:
       elements: int
       returned: always
       sample: [8001, 8002]
+    unit_sandbox:
+      description:
+        - What every engine unit of the host may use, C(device_allow) (the NVIDIA device groups and nodes, for
+          C(DeviceAllow=) under C(DevicePolicy=closed)) and C(address_families) (C(RestrictAddressFamilies=)).
+      type: dict
+      returned: always
+      sample: {"device_allow": ["char-nvidia-frontend rw", "char-nvidia-uvm rw", "/dev/nvidiactl rw",
+                                "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw", "/dev/nvidia0 rw"],
+               "address_families": ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"]}
     instances:
       description: One entry per instance that could be planned, in inventory order.
       type: list

@@ -132,6 +132,78 @@ def test_unit_passes_systemd_analyze_verify(host):
     assert host.run(f"systemd-analyze verify /etc/systemd/system/{UNIT}").rc == 0
 
 
+def show(host, unit, *properties):
+    """The properties systemd loaded; one that is listed on several lines (DeviceAllow) is joined with '; '."""
+    out = host.check_output(f"systemctl show {unit} " + " ".join(f"-p {p}" for p in properties))
+    props = {}
+    for line in out.splitlines():
+        name, value = line.split("=", 1)
+        props[name] = f"{props[name]}; {value}" if name in props else value
+    return props
+
+
+def test_unit_sandbox_is_in_force(host):
+    # What systemd loaded (not the file's text): the engine that serves below runs under it.
+    props = show(host, UNIT, "CapabilityBoundingSet", "ProtectProc", "ProtectKernelLogs", "ProtectClock",
+                 "ProtectHostname", "RestrictNamespaces", "RestrictAddressFamilies", "DevicePolicy", "DeviceAllow",
+                 "StartLimitIntervalUSec", "StartLimitBurst", "ActiveState")
+    assert props["CapabilityBoundingSet"] == ""
+    assert props["ProtectProc"] == "invisible"
+    for name in ("ProtectKernelLogs", "ProtectClock", "ProtectHostname", "RestrictNamespaces"):
+        assert props[name] == "yes", name
+    assert set(props["RestrictAddressFamilies"].split()) == {"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}
+    assert props["DevicePolicy"] == "closed"
+    # The simulated V100 host has 8 GPUs (molecule.yml); nothing but the NVIDIA devices is allowed.
+    allowed = props["DeviceAllow"]
+    for rule in ("char-nvidia-frontend rw", "char-nvidia-uvm rw", "/dev/nvidiactl rw", "/dev/nvidia-uvm rw",
+                 "/dev/nvidia7 rw"):
+        assert rule in allowed, rule
+    assert "/dev/nvidia8" not in allowed
+    assert props["StartLimitIntervalUSec"] == "10min"
+    assert props["StartLimitBurst"] == "5"
+    assert props["ActiveState"] == "active"
+
+
+def test_engine_proc_hides_other_users_processes(host):
+    # ProtectProc=invisible: the engine's /proc is mounted with hidepid=invisible.
+    pid = host.check_output(f"systemctl show -p MainPID --value {UNIT}")
+    proc_mounts = [line for line in host.file(f"/proc/{pid}/mountinfo").content_string.splitlines()
+                   if line.split(" - ")[-1].startswith("proc ") and line.split()[4] == "/proc"]
+    assert proc_mounts, "no /proc mount in the engine's mount namespace"
+    assert "hidepid=invisible" in proc_mounts[-1], proc_mounts
+
+
+def test_a_crashing_unit_ends_failed_after_the_start_limit(host):
+    # The rendered unit with a program that always fails and RestartSec=1: StartLimitBurst (5) starts,
+    # then systemd stops restarting it ("Start request repeated too quickly") instead of retrying forever.
+    crash = "volta-crashloop-test.service"
+    path = f"/etc/systemd/system/{crash}"
+    host.check_output(
+        f"sed -e 's|^ExecStart=.*|ExecStart=/bin/false|' -e 's|^RestartSec=.*|RestartSec=1|' "
+        f"/etc/systemd/system/{UNIT} > {path} && systemctl daemon-reload && systemctl start {crash} || true"
+    )
+    try:
+        deadline = time.monotonic() + 30
+        props = {}
+        while time.monotonic() < deadline:
+            props = show(host, crash, "ActiveState", "NRestarts")
+            if props["ActiveState"] == "failed":
+                break
+            time.sleep(1)
+        assert props["ActiveState"] == "failed", props
+        assert int(props["NRestarts"]) in (4, 5), props
+        time.sleep(3)
+        assert show(host, crash, "ActiveState", "NRestarts") == props, "it restarted after the start limit"
+        assert "Start request repeated too quickly" in host.check_output(f"journalctl -u {crash} --no-pager")
+        # A start is refused until reset-failed, which the role's restart runs first; then it is accepted.
+        assert host.run(f"systemctl start {crash}").rc != 0
+        host.check_output(f"systemctl reset-failed {crash}")
+        assert show(host, crash, "ActiveState")["ActiveState"] == "inactive"
+        assert host.run(f"systemctl start {crash}").rc == 0
+    finally:
+        host.run(f"systemctl stop {crash}; rm -f {path}; systemctl daemon-reload; systemctl reset-failed {crash}")
+
+
 def test_environment_file_is_roots_only(host):
     # systemd reads it as root before dropping to volta: the engine cannot read its own key file.
     env = host.file("/etc/volta/secrets/chat.env")

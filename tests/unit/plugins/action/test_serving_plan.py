@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from ansible.errors import AnsibleActionFail
 from ansible.parsing.dataloader import DataLoader
 from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible.template import Templar
@@ -246,10 +247,36 @@ def test_action_run_report_warnings_false_keeps_the_count_only():
     assert "warnings" not in result
 
 
-def test_action_run_missing_server_is_a_finding():
-    result = make_action({}).run(task_vars={"inventory_hostname": "server-a"})
-    assert result["failed"] is True
-    assert "field volta_server" in result["msg"]
+def test_action_run_missing_server_fails_in_one_line():
+    with pytest.raises(AnsibleActionFail) as info:
+        make_action({}).run(task_vars={"inventory_hostname": "server-a"})
+    assert str(info.value).startswith(
+        "server-a: volta_server: expected a mapping (gpu_model, gpu_count, compute_capability, nvlink_islands, "
+        "ram_gb), got nothing (not set, or null). Fix: describe the machine in host_vars/server-a.yml"
+    )
+
+
+@pytest.mark.parametrize(
+    ("host_vars", "message"),
+    [
+        ({"api_gateway_keys": ["command-r"]},
+         "server-a: api_gateway_keys: expected a mapping of instance name -> API key, got a list of 1 item. Fix:"),
+        ({"volta_instances": "command-r"},
+         "server-a: volta_instances: expected a list of instances (mappings with name, engine, model, gpus, port), "
+         "got the string 'command-r'. Fix:"),
+        ({"volta_instances": [COMMAND_R, 7]}, "server-a: volta_instances[1]: expected an instance"),
+        ({"volta_server": {**SXM2, "gpu_count": -1}},
+         "server-a: volta_server.gpu_count: expected a whole number of GPUs, at least 1, got the number -1."),
+    ],
+)  # fmt: skip
+def test_action_run_wrong_types_fail_in_one_line_before_any_expression(host_vars, message):
+    # Before: "dict2items requires a dictionary" (a list of keys), an argument-spec message without the host.
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R],
+                 "api_gateway_keys": {"command-r": "k" * 40}, **host_vars}  # fmt: skip
+    with pytest.raises(AnsibleActionFail) as info:
+        make_action({}).run(task_vars=task_vars)
+    assert str(info.value).startswith(message), str(info.value)
+    assert "dict2items" not in str(info.value)
 
 
 # ------------------------------------------------------------------------------------------------
