@@ -182,6 +182,12 @@ MANAGED_FLAGS = {
 }
 MANAGED_FLAGS["onecat"] = MANAGED_FLAGS["vllm"]
 MANAGED_ENV = {"CUDA_VISIBLE_DEVICES": "gpus"}
+# The ranks of a multi-GPU vLLM instance talk over sockets: NCCL's bootstrap and Gloo pick a
+# non-loopback interface by default (NCCL leaves out lo unless nothing else is up), and the
+# engine unit lets the engine reach localhost only (IPAddressDeny=any): keep both on lo. vLLM
+# 0.21.0's own init (multiproc_executor) already uses the loopback address. An instance's env
+# may set them otherwise (then extend engine_service_ip_address_allow to match).
+LOOPBACK_RANK_ENV = {"NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo"}
 
 
 def _profile_problem(engine, profile):
@@ -582,8 +588,10 @@ def plan_instance(inst, profile, engines_root, secrets_dir):
     visible = ",".join(str(gpu) for gpu in inst["gpus"])
     env = dict(profile.get("env") or {})
     env["CUDA_VISIBLE_DEVICES"] = visible
-    env.update({k: v for k, v in (inst["env"] or {}).items() if k not in MANAGED_ENV})
     vllm_like = engine in VLLM_ENGINES
+    if vllm_like and len(inst["gpus"]) > 1:
+        env.update(LOOPBACK_RANK_ENV)
+    env.update({k: v for k, v in (inst["env"] or {}).items() if k not in MANAGED_ENV})
     return {
         "name": inst["name"],
         "enabled": inst["enabled"],

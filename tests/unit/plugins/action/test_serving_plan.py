@@ -127,7 +127,8 @@ def test_action_run_writes_the_dump(tmp_path):
     dumped = json.loads((tmp_path / "d" / "server-a.json").read_text())
     assert result["dump_file"] == str(tmp_path / "d" / "server-a.json")
     assert dumped == result["plan"]
-    assert dumped["instances"][0]["env"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    assert dumped["instances"][0]["env"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0,1,2,3",
+                                             "NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo"}
 
 
 def test_action_run_rejects_unknown_arguments():

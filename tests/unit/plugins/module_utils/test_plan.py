@@ -557,7 +557,10 @@ def test_exact_plan_of_working_configurations(name):
     assert entry["bind_host"] == "127.0.0.1"
     assert entry["public_port"] + 10000 == entry["backend_port"]
     assert entry["cuda_visible_devices"] == EXPECTED_VISIBLE[name]
-    assert entry["env"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": EXPECTED_VISIBLE[name]}
+    ranks_on_lo = {"NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo"}
+    multi_gpu_vllm = instance["engine"] != "llamacpp" and "," in EXPECTED_VISIBLE[name]
+    assert entry["env"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": EXPECTED_VISIBLE[name],
+                            **(ranks_on_lo if multi_gpu_vllm else {})}
     if instance["engine"] == "llamacpp":
         assert entry["api_key_file"] == f"/etc/volta/secrets/{name}.key"
         assert entry["environment_file"] is None
@@ -748,3 +751,13 @@ def test_chunked_prefill_mbt_fix_fits_where_the_values_come_from(instance, fix):
     [hit] = [f for f in run(PCIE if instance["engine"] == "onecat" else SXM2, [instance])["findings"]
              if f["rule"] == "chunked-prefill-mbt"]  # fmt: skip
     assert hit["message"].endswith(fix)
+
+
+def test_the_ranks_of_a_multi_gpu_vllm_instance_stay_on_loopback():
+    """The unit allows localhost only (IPAddressDeny=any): NCCL and Gloo must not pick eth0."""
+    single = with_(COMMAND_R, name="one", gpus=[0], tensor_parallel=1, port=8010)
+    [multi, one] = run(SXM2, [COMMAND_R, single])["plan"]["instances"]
+    assert (multi["env"]["NCCL_SOCKET_IFNAME"], multi["env"]["GLOO_SOCKET_IFNAME"]) == ("lo", "lo")
+    assert "NCCL_SOCKET_IFNAME" not in one["env"]
+    mine = with_(COMMAND_R, env={"NCCL_SOCKET_IFNAME": "ib0"})
+    assert run(SXM2, [mine])["plan"]["instances"][0]["env"]["NCCL_SOCKET_IFNAME"] == "ib0"
