@@ -71,6 +71,23 @@ ARGUMENT_SPEC = {
     "report_warnings": {"type": "bool", "default": True},
 }
 
+# Where each configured API key is set ("api_gateway_keys[<name>]", "api_gateway_host_key") ->
+# {each} applied to the key: only what the expression makes of it reaches the plugin.
+_KEYS_MAPPED = (
+    "dict((api_gateway_keys | default({{}}) | dict2items | selectattr('value')"
+    " | map(attribute='key') | map('regex_replace', '^', 'api_gateway_keys[') | map('regex_replace', '$', ']')"
+    " | list)"
+    " | zip(api_gateway_keys | default({{}}) | dict2items | selectattr('value')"
+    " | map(attribute='value') | {each} | list))"
+    " | combine({{'api_gateway_host_key': api_gateway_host_key | {one}}}"
+    " if api_gateway_host_key | default('') | length > 0 else {{}})"
+)
+# The shape of a key (_gateway.KEY_SHAPE_CLASSES): each character replaced by its class, token
+# character "a", whitespace " ", anything else "?". Length and classes only, never the key.
+_SHAPE = (("[A-Za-z0-9._~+/=-]", "a"), (r"\\s", " "), ("[^a ]", "?"))
+_SHAPE_EACH = " | ".join(f"map('regex_replace', '{pattern}', '{to}')" for pattern, to in _SHAPE)
+_SHAPE_ONE = " | ".join(f"regex_replace('{pattern}', '{to}')" for pattern, to in _SHAPE)
+
 # Where each argument comes from when the task leaves it out: a Jinja expression over the
 # host's variables. The one mapping from inventory names to the plan's inputs.
 VAR_DEFAULTS = {
@@ -120,18 +137,14 @@ VAR_DEFAULTS = {
         " 'api_cidrs': firewall_api_cidrs | default([]),"
         " 'proxy_timeouts': {'connect': api_gateway_proxy_connect_timeout | default(10),"
         " 'read': api_gateway_proxy_read_timeout | default(3600),"
-        " 'send': api_gateway_proxy_send_timeout | default(3600)}}"
+        " 'send': api_gateway_proxy_send_timeout | default(3600)},"
+        " 'unauthorized_rate': api_gateway_unauthorized_rate | default('30r/m'),"
+        " 'unauthorized_burst': api_gateway_unauthorized_burst | default(20),"
+        " 'key_shapes': " + _KEYS_MAPPED.format(each="map('string') | " + _SHAPE_EACH, one="string | " + _SHAPE_ONE)
+        + "}"
     ),
     # The sha256 of each configured key (never the key), to refuse the published example keys.
-    "api_key_sha256": (
-        "dict((api_gateway_keys | default({}) | dict2items | selectattr('value')"
-        " | map(attribute='key') | map('regex_replace', '^', 'api_gateway_keys[') | map('regex_replace', '$', ']')"
-        " | list)"
-        " | zip(api_gateway_keys | default({}) | dict2items | selectattr('value')"
-        " | map(attribute='value') | map('string') | map('hash', 'sha256') | list))"
-        " | combine({'api_gateway_host_key': api_gateway_host_key | string | hash('sha256')}"
-        " if api_gateway_host_key | default('') | length > 0 else {})"
-    ),
+    "api_key_sha256": _KEYS_MAPPED.format(each="map('string') | map('hash', 'sha256')", one="string | hash('sha256')"),
     "lab": "volta_lab | default(false) | bool",
     # What engine_service writes into every unit's restart policy (checked: the start limit must trip).
     "units": (

@@ -21,7 +21,7 @@ EXAMPLE_KEY_SHA256 = {
     "5c70c10b4987af8b34bfb8277ff319c50b877ee857a152aea2f85f79b8510dd9": "inventories/lab (deepseek-lite)",
     "be0cb053a780c51ba24927109786340d0c817d00003ef6e2def03d2196b09543": "inventories/lab (flash-next-a)",
     "86a8e8e8a86f8a4be51a4c871613778ec8ca5247742bba2c000a2b7b9c311318": "inventories/lab (flash-next-b)",
-    "3bd21a57ec33298d55a85428f7d5c46fc44f7ad827f795fd1610d3d6c4956791": "inventories/sim (qwen72b)",
+    "cecbf42909f4f777ba90c58ad16b17b1189bf98f3fb5a752011fe65c75bba88d": "inventories/sim (qwen72b)",
     "29bb5356595b3438263cca88d280dd660cea9bae1355b679f45390ef05137ad7": "inventories/sim (command-r)",
     "e66fcfa4b8b2e2726b032ffd1898db315bb200d8e3884e08b6bbecb4e038da5d": "inventories/sim (deepseek-lite)",
     "12bf77063430cb2926db074e591edc45535c33d63c9e706c2ae8cd3071455f6e": "inventories/sim (flash-next-a)",

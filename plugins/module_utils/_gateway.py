@@ -4,7 +4,8 @@
 
 Pure Python, no Ansible imports. ``check_gateway(host, gateway)`` returns findings (see
 ``_rules.finding``); ``gateway`` is what the serving_plan action reads from the host's variables
-(``GATEWAY_KEYS``). Secrets never come here: only whether the TLS certificate and key are set.
+(``GATEWAY_KEYS``). Secrets never come here: only whether the TLS certificate and key are set,
+and the *shape* of each API key (``key_shapes``, see ``KEY_SHAPE_CLASSES``), never the key.
 Every value is pasted into nginx directives, so each must be exactly of its syntax (a full match):
 an unchecked ``64m; location /open/ { ... } #`` once served a path without the key.
 """
@@ -28,10 +29,22 @@ GATEWAY_KEYS = (
     "firewall_enabled",
     "api_cidrs",
     "proxy_timeouts",
+    "unauthorized_rate",
+    "unauthorized_burst",
+    "key_shapes",
 )
 # nginx sizes: a number of bytes, or with k/K, m/M, g/G (ngx_parse_offset).
 SIZE_RE = re.compile(r"\d{1,12}[kKmMgG]?")
 SECONDS_RE = re.compile(r"[1-9]\d{0,6}")
+# nginx limit_req_zone rate: requests per second or per minute (ngx_http_limit_req_zone).
+RATE_RE = re.compile(r"[1-9]\d{0,5}r/[sm]")
+BURST_MAX = 100000
+# An API key: what nginx's key map and vLLM compare after "Bearer " (RFC 6750 token68
+# characters), at least KEY_MIN_LENGTH of them (openssl rand -hex 32 gives 64).
+KEY_MIN_LENGTH = 32
+# The shape of a key, as the serving_plan action reads it from the host's variables: every
+# character of the key replaced by its class (the key itself never leaves the variables).
+KEY_SHAPE_CLASSES = {"token": "a", "whitespace": " ", "other": "?"}
 EVERYWHERE = "0.0.0.0/0"
 # Networks that do not reach the internet: RFC 1918, loopback, link-local, CGNAT, IPv6 ULA.
 NON_PUBLIC = tuple(
@@ -196,6 +209,68 @@ def check_plain_http(host, gateway):
     ]
 
 
+def check_unauthorized_limit(host, rate, burst):
+    """api_gateway_unauthorized_rate/_burst: pasted into limit_req_zone and limit_req."""
+    out = []
+    if not (isinstance(rate, str) and RATE_RE.fullmatch(rate)):
+        out.append(
+            _bad(
+                host,
+                "api_gateway_unauthorized_rate",
+                f"{rate!r} is not an nginx request rate.",
+                "it is pasted into the nginx configuration as the rate= of limit_req_zone (requests without "
+                "the key, per client address).",
+                "write a whole number of requests per second or per minute, for example 30r/m or 2r/s.",
+            )
+        )
+    if isinstance(burst, bool) or not isinstance(burst, int) or not 0 <= burst <= BURST_MAX:
+        out.append(
+            _bad(
+                host,
+                "api_gateway_unauthorized_burst",
+                f"{burst!r} is not a whole number from 0 to {BURST_MAX}.",
+                "it is pasted into the nginx configuration as the burst= of limit_req.",
+                "write a whole number, for example 20.",
+            )
+        )
+    return out
+
+
+def _key_problem(shape):
+    """Why a key of this shape (KEY_SHAPE_CLASSES) cannot be used, or None."""
+    if KEY_SHAPE_CLASSES["whitespace"] in shape:
+        return "contains whitespace (a space, tab or newline, at the ends too)"
+    if KEY_SHAPE_CLASSES["other"] in shape:
+        return "contains characters other than A-Z a-z 0-9 . _ ~ + / = -"
+    if len(shape) < KEY_MIN_LENGTH:
+        return f"is {len(shape)} characters long, shorter than {KEY_MIN_LENGTH}"
+    return None
+
+
+def check_key_shapes(host, shapes):
+    """Every configured API key (``where -> shape``): token characters only, at least KEY_MIN_LENGTH.
+
+    The message names where the key is set and what is wrong with it, never the key.
+    """
+    out = []
+    for where, shape in sorted((shapes or {}).items()) if isinstance(shapes, dict) else []:
+        problem = _key_problem(shape) if isinstance(shape, str) else None
+        if problem:
+            out.append(
+                _bad(
+                    host,
+                    where,
+                    f"the key in {where} {problem} (the key is not shown).",
+                    "clients send it as 'Authorization: Bearer <key>', which nginx and vLLM compare character "
+                    "for character; whitespace never matches, and a short key can be guessed.",
+                    f"use a key of at least {KEY_MIN_LENGTH} of A-Z a-z 0-9 . _ ~ + / = - (openssl rand -hex 32), "
+                    "in Ansible Vault, or remove it and set api_gateway_generate_keys: true.",
+                    rule="weak-api-key",
+                )
+            )
+    return out
+
+
 def check_gateway(host, gateway):
     """Every check of the api_gateway settings; *gateway* None: nothing to check (no gateway here)."""
     if gateway is None:
@@ -205,6 +280,10 @@ def check_gateway(host, gateway):
         + check_listen_address(host, gateway.get("listen_address", ""))
         + check_metrics_allow(host, gateway.get("metrics_allow", []))
         + check_proxy_timeouts(host, gateway.get("proxy_timeouts"))
+        + check_unauthorized_limit(
+            host, gateway.get("unauthorized_rate", "30r/m"), gateway.get("unauthorized_burst", 20)
+        )
+        + check_key_shapes(host, gateway.get("key_shapes"))
         + check_tls_pair(host, gateway)
         + check_plain_http(host, gateway)
     )

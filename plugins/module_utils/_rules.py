@@ -162,6 +162,7 @@ RULES = {
     "config-file-flag": (ERROR, False, "extra_args --config: options from a file preflight cannot check"),
     "secret-in-env": (WARNING, False, "an env name that looks like a secret (TOKEN, SECRET, PASSWORD, KEY)"),
     "example-key": (ERROR, False, "a published example API key outside a lab inventory"),
+    "weak-api-key": (ERROR, False, "an API key with whitespace or other non-token characters, or under 32 long"),
     "plain-http-public": (ERROR, False, "the gateway open to non-private networks without TLS"),
     "plain-http-allowed": (WARNING, False, "plain HTTP to non-private networks, allowed explicitly"),
     "deprecated-env": (WARNING, False, "an environment variable the engine ignores"),

@@ -162,10 +162,14 @@ options:
   gateway:
     description:
       - The api_gateway settings pasted into the nginx configuration, checked before anything is rendered
-        (C(listen_address), C(client_max_body_size), C(metrics_allow), C(proxy_timeouts)), whether the TLS
-        certificate and key are set (C(tls_certificate), C(tls_private_key), booleans), C(allow_plain_http), and the
-        firewall's
-        C(firewall_enabled) and C(api_cidrs) (plain HTTP to non-private networks is refused).
+        (C(listen_address), C(client_max_body_size), C(metrics_allow), C(proxy_timeouts), C(unauthorized_rate),
+        C(unauthorized_burst)), whether the TLS certificate and key are set (C(tls_certificate), C(tls_private_key),
+        booleans), C(allow_plain_http), and the firewall's C(firewall_enabled) and C(api_cidrs) (plain HTTP to
+        non-private networks is refused).
+      - C(key_shapes) - where each API key is set (V(api_gateway_keys[<name>]), V(api_gateway_host_key)) -> the key
+        with every character replaced by its class (V(a) for A-Z a-z 0-9 . _ ~ + / = -, a space for whitespace,
+        V(?) for anything else), never the key. A key with whitespace or other characters, or shorter than 32, is
+        an error (rule C(weak-api-key)).
       - Defaults to those of C(api_gateway_*) and C(firewall_*) in the host's variables.
     type: dict
   api_key_sha256:

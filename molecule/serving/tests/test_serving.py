@@ -42,7 +42,8 @@ import http.client, json, socket, sys, time
 spec = json.load(sys.stdin)
 headers = {"Content-Type": "application/json"}
 if spec.get("key"):
-    headers["Authorization"] = "Bearer " + spec["key"]
+    headers["Authorization"] = spec.get("scheme", "Bearer") + " " + spec["key"]
+headers.update(spec.get("headers") or {})
 source = (spec["source"], 0) if spec.get("source") else None
 conn = http.client.HTTPConnection(spec["host"], spec["port"], timeout=spec.get("timeout", 10), source_address=source)
 start = time.monotonic()
@@ -78,11 +79,17 @@ def address(container):
     return out.split()[0]
 
 
-def request(path, key=None, method="GET", body=None, port=PUBLIC, source=None, timeout=10):
-    spec = {"host": address(V100), "port": port, "path": path, "key": key, "method": method, "body": body,
-            "source": source, "timeout": timeout}  # fmt: skip
-    out = docker("exec", "-i", CLIENT, "python3", "-c", REQUEST, stdin=json.dumps(spec)).stdout
-    return json.loads(out)
+def request(path, key=None, method="GET", body=None, port=PUBLIC, source=None, timeout=10, *, scheme="Bearer",
+            headers=None, on=CLIENT, repeat=1):  # fmt: skip
+    """One request from *on* (the client container; V100: from the host itself, over loopback)."""
+    spec = {"host": "127.0.0.1" if on == V100 else address(V100), "port": port, "path": path, "key": key,
+            "method": method, "body": body, "source": source, "timeout": timeout, "scheme": scheme,
+            "headers": headers}  # fmt: skip
+    script = REQUEST if repeat == 1 else f"import io, sys\nspec = sys.stdin.read()\nfor _ in range({repeat}):\n" \
+        f"    sys.stdin = io.StringIO(spec)\n    exec(compile({REQUEST!r}, 'request', 'exec'), {{}})\n"
+    out = docker("exec", "-i", on, "python3", "-c", script, stdin=json.dumps(spec)).stdout
+    results = [json.loads(line) for line in out.splitlines()]
+    return results[0] if repeat == 1 else results
 
 
 def text(result):
@@ -257,10 +264,36 @@ def test_nginx_config_valid_and_default_site_gone(host):
     assert host.socket(f"tcp://0.0.0.0:{PUBLIC}").is_listening
 
 
+# Refused: 401 (no or a wrong key), 403 (metrics from an address not allowed), 429 (past the limit
+# of requests without the key, which every refused request of this module counts towards).
+REFUSED = (401, 403, 429)
+
+
 @pytest.mark.parametrize("path", ["/v1/models", "/metrics"])
 @pytest.mark.parametrize("key", [None, "wrong-key-0123456789", KEY.upper(), KEY + "x"])
 def test_no_valid_key_is_refused(path, key):
-    assert request(path, key=key)["status"] in (401, 403)
+    assert request(path, key=key)["status"] in REFUSED
+
+
+# Every path vLLM answers without its key (/health, /ping, /version, ^/metrics(.*)$, ...), tricks on
+# /health's exact match, and the Realtime WebSocket: from the client, only /health answers.
+@pytest.mark.parametrize(
+    "path",
+    ["/metrics/", "/metricsX", "/metrics/x", "/healthX", "/health/", "/health/../v1/models", "/ping", "/version",
+     "/tokenize", "/v1/realtime", "/"],
+)  # fmt: skip
+def test_no_path_but_health_answers_without_key(path):
+    result = request(path)
+    assert result["status"] in REFUSED, result
+    assert "vllm:" not in text(result)
+
+
+def test_raw_dot_segments_to_health_reach_health_only():
+    # nginx reads /metrics/../health as /health; vLLM would read the raw form as a metrics path
+    # (^/metrics(.*)$), so the gateway sends /health, whatever the client wrote.
+    result = request("/metrics/../health")
+    assert result["status"] == 200
+    assert "vllm:" not in text(result)
 
 
 def test_models_with_key():
@@ -269,10 +302,29 @@ def test_models_with_key():
     assert MODEL in text(result)
 
 
-def test_metrics_with_key_from_allowed_network():
-    result = request("/metrics", key=KEY)
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER"])
+def test_auth_scheme_in_any_case(scheme):
+    result = request("/v1/models", key=KEY, scheme=scheme)
+    assert result["status"] == 200
+    assert MODEL in text(result)
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/metrics/", "/metricsX"])
+def test_metrics_with_key_from_allowed_network(path):
+    result = request(path, key=KEY)
     assert result["status"] == 200
     assert "vllm:num_requests_running" in text(result)
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/metrics/", "/metricsX"])
+def test_metrics_paths_need_an_allowed_address_even_with_the_key(path):
+    # From the host itself: 127.0.0.1 is not in api_gateway_metrics_allow (converge.yml).
+    assert request(path, key=KEY, on=V100)["status"] == 403
+
+
+def test_server_header_has_no_version():
+    for result in (request("/health"), request("/v1/models", key=KEY), request("/v1/models")):
+        assert result["headers"]["Server"] == "nginx", result["headers"]
 
 
 def test_health_without_key():
@@ -295,6 +347,19 @@ def test_streaming_chat_arrives_as_sse_chunks():
 def test_engine_port_not_reachable_from_client():
     # Loopback-only bind: refused; with the firewall in front, dropped.
     assert request("/health", port=BACKEND, timeout=5)["status"] in ("refused", "timeout")
+
+
+def test_requests_without_key_are_rate_limited_per_client():
+    # The last test that sends requests without the key (the limit would answer 429 to later ones).
+    # 40 at once from the client: 401 up to the burst (api_gateway_unauthorized_burst, 20; earlier
+    # tests used some of it), then 429; the client's requests with the key still pass.
+    results = request("/v1/models", key="wrong-key-" + "0" * 30, repeat=40)
+    statuses = [r["status"] for r in results]
+    assert set(statuses) <= {401, 429}, statuses
+    assert statuses[-5:] == [429] * 5, statuses
+    assert json.loads(text(results[-1])) == {"error": "Too Many Requests"}
+    assert request("/v1/models", key=KEY)["status"] == 200
+    assert request("/health")["status"] == 200
 
 
 # ---- the key stays secret ------------------------------------------------------------------
@@ -362,3 +427,74 @@ def other_source():
 def test_gateway_dropped_from_other_network(other_source):
     assert request("/health")["status"] == 200
     assert request("/health", source=other_source, timeout=4)["status"] == "timeout"
+
+
+# ---- what reaches the engine ---------------------------------------------------------------
+# The engine stopped and, on its backend port, a server that answers with the path and headers it
+# received; the last tests of the module (the fixture restarts the engine at the end).
+
+ECHO = r"""
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class Echo(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def answer(self):
+        body = json.dumps({"path": self.path, "headers": dict(self.headers)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = answer
+    def log_message(self, *args):
+        pass
+with open("/run/volta-echo.pid", "w") as fh:
+    fh.write(str(os.getpid()))
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Echo).serve_forever()
+"""
+
+
+def wait_for(check, seconds):
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"not within {seconds} s"
+        time.sleep(0.5)
+
+
+def echoed(path, **kwargs):
+    result = request(path, **kwargs)
+    assert result["status"] == 200, result
+    return json.loads(text(result))
+
+
+@pytest.fixture(scope="module")
+def echo_backend():
+    docker("exec", V100, "systemctl", "stop", UNIT)
+    docker("exec", "-d", V100, "python3", "-c", ECHO, str(BACKEND))
+    wait_for(lambda: "path" in text(request("/health")), 20)
+    yield
+    docker("exec", V100, "sh", "-c", "kill $(cat /run/volta-echo.pid)", check=False)
+    docker("exec", V100, "systemctl", "start", UNIT)
+    wait_for(lambda: MODEL in text(request("/v1/models", key=KEY)), 90)
+
+
+def test_forwarded_for_is_the_client_address_only(echo_backend):
+    seen = echoed("/v1/models", key=KEY, headers={"X-Forwarded-For": "203.0.113.9"})
+    assert seen["headers"]["X-Forwarded-For"] == address(CLIENT)
+    assert "203.0.113.9" not in json.dumps(seen)
+
+
+@pytest.mark.parametrize("raw", ["/health", "/metrics/../health", "/v1/../health", "//health"])
+def test_health_reaches_the_engine_as_health_only(echo_backend, raw):
+    assert echoed(raw)["path"] == "/health"
+
+
+def test_realtime_passes_the_websocket_upgrade(echo_backend):
+    upgrade = {"Upgrade": "websocket", "Connection": "Upgrade"}
+    seen = echoed("/v1/realtime", key=KEY, headers=upgrade)
+    assert seen["path"] == "/v1/realtime"
+    assert seen["headers"]["Upgrade"] == "websocket"
+    assert seen["headers"]["Connection"].lower() == "upgrade"
+    # Other paths pass no Upgrade on (h2c smuggling), and keep the upstream connection alive.
+    other = echoed("/v1/models", key=KEY, headers={"Upgrade": "h2c", "Connection": "Upgrade"})
+    assert "Upgrade" not in other["headers"]

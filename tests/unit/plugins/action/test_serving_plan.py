@@ -143,7 +143,7 @@ def test_action_run_reads_every_input_from_the_host_variables():
         "inventory_hostname": "server-a",
         "volta_server": SXM2,
         "volta_instances": [COMMAND_R],
-        "api_gateway_keys": {"command-r": "not-passed-on", "unused": ""},
+        "api_gateway_keys": {"command-r": "not-passed-on-0123456789abcdef0123", "unused": ""},
         "volta_engines_root": "/srv/engines",
         "volta_secrets_dir": "/srv/secrets",
     }
@@ -163,7 +163,7 @@ def test_action_run_reads_every_input_from_the_host_variables():
         }
     ).run(task_vars={})
     assert explicit["plan"] == result["plan"]
-    assert "not-passed-on" not in json.dumps(result, default=str)
+    assert "not-passed-on-0123456789abcdef0123" not in json.dumps(result, default=str)
 
 
 @pytest.mark.parametrize(
@@ -179,8 +179,21 @@ def test_action_run_reads_every_input_from_the_host_variables():
         ({"api_gateway_generate_keys": True}, None),
         # A published example key (inventories/sim), refused unless the inventory is a lab.
         ({"api_gateway_keys": {"command-r": "sim-test-key-command-r-not-secret"}}, "example-key"),
-        ({"api_gateway_host_key": "sim-test-key-qwen72b-not-secret"}, "example-key"),
+        ({"api_gateway_host_key": "sim-test-key-qwen72b-not-a-secret"}, "example-key"),
         ({"api_gateway_keys": {"command-r": "sim-test-key-command-r-not-secret"}, "volta_lab": True}, None),
+        # Keys nginx and vLLM cannot compare, or too short: refused before any change.
+        ({"api_gateway_keys": {"command-r": "k" * 31}}, "weak-api-key"),
+        ({"api_gateway_keys": {"command-r": "k" * 32 + "\n"}}, "weak-api-key"),
+        ({"api_gateway_keys": {"command-r": " " + "k" * 32}}, "weak-api-key"),
+        ({"api_gateway_host_key": "k" * 16 + " " + "k" * 16}, "weak-api-key"),
+        ({"api_gateway_host_key": "k" * 32 + '"'}, "weak-api-key"),
+        ({"api_gateway_host_key": "k" * 31, "api_gateway_keys": {"command-r": "k" * 40}}, "weak-api-key"),
+        ({"api_gateway_keys": {"command-r": "Ab0._~+/=-" * 4}}, None),
+        # The rate limit of requests without the key, pasted into nginx.
+        ({"api_gateway_generate_keys": True, "api_gateway_unauthorized_rate": "30r/m; allow all"}, "invalid-value"),
+        ({"api_gateway_generate_keys": True, "api_gateway_unauthorized_burst": "20 nodelay"}, "invalid-value"),
+        ({"api_gateway_generate_keys": True, "api_gateway_unauthorized_rate": "2r/s",
+          "api_gateway_unauthorized_burst": 0}, None),
         # Driver, CUDA and torch versions from the roles' variables.
         ({"api_gateway_generate_keys": True, "nvidia_driver_branch": 590}, "driver-branch-above-580"),
         ({"api_gateway_generate_keys": True, "nvidia_driver_kernel_module": "open"}, "driver-open-modules"),
@@ -206,6 +219,26 @@ def test_action_run_names_the_example_key_and_never_shows_it():
     assert "server-a: host-wide: field api_gateway_keys[command-r]: api_gateway_keys[command-r] is a published " \
         "example key (from inventories/sim (command-r))." in result["msg"]
     assert "sim-test-key-command-r-not-secret" not in json.dumps(result, default=str)
+
+
+@pytest.mark.parametrize(
+    ("keys", "problem"),
+    [
+        ({"api_gateway_keys": {"command-r": "short-key-0123456789"}}, "is 20 characters long, shorter than 32"),
+        ({"api_gateway_keys": {"command-r": "a-key-with-a-newline-at-its-end-0123\n"}}, "contains whitespace"),
+        ({"api_gateway_keys": {"command-r": "a key with spaces 0123456789abcdef"}}, "contains whitespace"),
+        ({"api_gateway_keys": {"command-r": "a-key-with-a-quote-\"-0123456789abcdef"}},
+         "contains characters other than A-Z a-z 0-9 . _ ~ + / = -"),
+    ],
+)
+def test_action_run_refuses_weak_keys_naming_where_never_the_key(keys, problem):
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R], **keys}
+    result = make_action({}).run(task_vars=task_vars)
+    assert result["failed"]
+    assert f"server-a: host-wide: field api_gateway_keys[command-r]: the key in api_gateway_keys[command-r] {problem}" \
+        in result["msg"]
+    assert "(openssl rand -hex 32)" in result["msg"]
+    assert keys["api_gateway_keys"]["command-r"].strip() not in json.dumps(result, default=str)
 
 
 def test_action_run_arguments_win_over_host_variables():

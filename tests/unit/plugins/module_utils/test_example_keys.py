@@ -65,7 +65,7 @@ def test_example_key_is_refused_outside_a_lab():
 
 @pytest.mark.parametrize("where", ["api_gateway_host_key", "api_gateway_keys[anything]"])
 def test_sim_key_as_host_key_is_refused(where):
-    digest = _sha("sim-test-key-qwen72b-not-secret")
+    digest = _sha("sim-test-key-qwen72b-not-a-secret")
     assert [f["field"] for f in check_example_keys("h", {where: digest}, lab=False)] == [where]
 
 

@@ -141,3 +141,62 @@ def test_proxy_timeouts_must_be_whole_seconds(value):
 
 def test_proxy_timeouts_as_strings_pass():
     assert _gateway.check_proxy_timeouts("h", {"connect": "10", "read": 3600, "send": "3600"}) == []
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst", "fields"),
+    [
+        ("30r/m; allow all", 20, ["api_gateway_unauthorized_rate"]),
+        ("30r/h", 20, ["api_gateway_unauthorized_rate"]),
+        ("0r/s", 20, ["api_gateway_unauthorized_rate"]),
+        ("30r/m\n", 20, ["api_gateway_unauthorized_rate"]),
+        (30, 20, ["api_gateway_unauthorized_rate"]),
+        ("30r/m", -1, ["api_gateway_unauthorized_burst"]),
+        ("30r/m", "20 nodelay", ["api_gateway_unauthorized_burst"]),
+        ("30r/m", True, ["api_gateway_unauthorized_burst"]),
+        ("", None, ["api_gateway_unauthorized_rate", "api_gateway_unauthorized_burst"]),
+    ],
+)
+def test_unauthorized_rate_and_burst_must_be_nginx_figures(rate, burst, fields):
+    found = findings(unauthorized_rate=rate, unauthorized_burst=burst)
+    assert [f["field"] for f in found] == fields
+    if "api_gateway_unauthorized_rate" in fields:
+        assert f"{rate!r} is not an nginx request rate." in found[0]["message"]
+        assert "for example 30r/m or 2r/s." in found[0]["message"]
+
+
+@pytest.mark.parametrize(("rate", "burst"), [("30r/m", 20), ("2r/s", 0), ("600r/m", 100000)])
+def test_unauthorized_rates_pass(rate, burst):
+    assert _gateway.check_unauthorized_limit("h", rate, burst) == []
+
+
+# Shapes as the serving_plan action builds them: "a" token character, " " whitespace, "?" other.
+@pytest.mark.parametrize(
+    ("shape", "problem"),
+    [
+        ("a" * 31, "is 31 characters long, shorter than 32"),
+        ("", "is 0 characters long, shorter than 32"),
+        ("a" * 40 + " ", "contains whitespace (a space, tab or newline, at the ends too)"),
+        ("a" * 16 + " " + "a" * 16, "contains whitespace"),
+        ("a" * 32 + "?", "contains characters other than A-Z a-z 0-9 . _ ~ + / = -"),
+    ],
+)
+def test_weak_keys_are_refused_without_showing_them(shape, problem):
+    found = findings(key_shapes={"api_gateway_keys[chat]": shape})
+    assert [(f["rule"], f["field"]) for f in found] == [("weak-api-key", "api_gateway_keys[chat]")]
+    message = found[0]["message"]
+    assert message.startswith(f"gw-host: host-wide: field api_gateway_keys[chat]: the key in "
+                              f"api_gateway_keys[chat] {problem}")  # fmt: skip
+    assert "(the key is not shown)" in message
+    assert "Fix: use a key of at least 32 of A-Z a-z 0-9 . _ ~ + / = - (openssl rand -hex 32)" in message
+
+
+def test_every_weak_key_is_named():
+    found = _gateway.check_key_shapes("h", {"api_gateway_host_key": "a" * 8, "api_gateway_keys[b]": "a" * 64,
+                                            "api_gateway_keys[a]": "?" * 40})  # fmt: skip
+    assert [f["field"] for f in found] == ["api_gateway_host_key", "api_gateway_keys[a]"]
+
+
+@pytest.mark.parametrize("shapes", [None, {}, "aaaa", {"api_gateway_host_key": None}])
+def test_no_key_shapes_no_finding(shapes):
+    assert _gateway.check_key_shapes("h", shapes) == []

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[4]
 VLLM_FLAGS = REPO / "tests" / "lab" / "pypi" / "vllm-flags" / "0.21.0.json"
 
 # sha256 of the published test key of inventories/sim (qwen72b).
-SIM_QWEN72B_KEY_SHA256 = "3bd21a57ec33298d55a85428f7d5c46fc44f7ad827f795fd1610d3d6c4956791"
+SIM_QWEN72B_KEY_SHA256 = "cecbf42909f4f777ba90c58ad16b17b1189bf98f3fb5a752011fe65c75bba88d"
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - the address the bind rule must reject
 SXM2 = {
     "gpu_model": "Tesla V100-SXM2-32GB",
@@ -355,6 +355,8 @@ INVALID = [
     ("example-key", PCIE, [], {"key_sha256": {"api_gateway_host_key": SIM_QWEN72B_KEY_SHA256}},
      "example-key", "error", None, "api_gateway_host_key", "is a published example key (from inventories/sim"),
     # The gateway in plain HTTP for networks outside private ranges (_gateway).
+    ("weak-api-key", PCIE, [], {"gateway": {"key_shapes": {"api_gateway_keys[m1]": "a" * 31}}},
+     "weak-api-key", "error", None, "api_gateway_keys[m1]", "is 31 characters long, shorter than 32"),
     ("plain-http-public", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"]}},
      "plain-http-public", "error", None, "api_gateway_tls_certificate", "open to 0.0.0.0/0 over plain HTTP"),
     ("plain-http-allowed", PCIE, [], {"gateway": {"api_cidrs": ["0.0.0.0/0"], "allow_plain_http": True}},

@@ -124,6 +124,11 @@ class Handler(BaseHTTPRequestHandler):
             ("POST", "/v1/completions"): self.completions,
         }
         handler = routes.get((self.command, path))
+        # vLLM 0.21.0 mounts its Prometheus app with path_regex ^/metrics(?P<path>.*)$
+        # (vllm/entrypoints/serve/instrumentator/metrics.py): /metrics/, /metricsX, /metrics/../x
+        # are all metrics, for every method, outside /v1 so without vLLM's key.
+        if handler is None and path.startswith("/metrics"):
+            handler = self.metrics
         if handler is None:
             if any(p == path for (_method, p) in routes):
                 self._send(405, {"detail": "Method Not Allowed"})
