@@ -10,6 +10,8 @@ Repositories (``REPOS``):
   volta-lab/tiny-llama   two commits (the second changes config.json and the weights), a
                          branch ``main`` at the second; a LlamaForCausalLM-shaped config
   volta-lab/tiny-gated   one commit; gated: a valid token is needed (``LAB_TOKEN``)
+  volta-lab/tiny-gguf    one commit: the tiny GGUF model that tests/lab/hub/build writes with the real
+                         gguf package (tinygguf.py), when it was built (``build_repos(gguf=...)``)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import struct
 
 # The only token the lab hub accepts for gated repositories (a lab value, never a real one).
 LAB_TOKEN = "hf_voltaLabStandInToken0000000000000"  # noqa: S105  a lab value, never a real one
+GGUF_REPO, GGUF_FILE = "volta-lab/tiny-gguf", "tiny-llama.gguf"
 LFS_SUFFIXES = (".safetensors", ".bin", ".gguf")
 GITATTRIBUTES = "*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.gguf filter=lfs diff=lfs merge=lfs -text\n"
 
@@ -127,7 +130,15 @@ def entry(path: str, content: bytes) -> dict:
     return {"type": "file", "oid": git_blob_id(content), "size": len(content), "path": path}
 
 
-def build_repos() -> dict[str, Repo]:
+def _gguf_snapshot(gguf: bytes) -> dict[str, bytes]:
+    return {".gitattributes": GITATTRIBUTES.encode(),
+            "README.md": b"# tiny lab GGUF (llama architecture, random weights; tests/lab/hub/tinygguf.py)\n",
+            GGUF_FILE: gguf}
+
+
+def build_repos(gguf: bytes | None = None) -> dict[str, Repo]:
+    """The lab's repositories; volta-lab/tiny-gguf only when the GGUF's bytes are given."""
+    extra = {GGUF_REPO: Repo(GGUF_REPO, [("Tiny GGUF", _gguf_snapshot(gguf))])} if gguf else {}
     return {
         "volta-lab/tiny-llama": Repo("volta-lab/tiny-llama", [
             ("Initial tiny model", _snapshot(512, 4, 1000, "r1")),
@@ -135,4 +146,4 @@ def build_repos() -> dict[str, Repo]:
         ]),
         "volta-lab/tiny-gated": Repo("volta-lab/tiny-gated", [("Gated tiny model", _snapshot(256, 2, 3000, "g1"))],
                                      gated=True),
-    }
+    } | extra

@@ -41,9 +41,22 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hubrepos import LAB_TOKEN, build_repos, entry
+from hubrepos import GGUF_FILE, LAB_TOKEN, build_repos, entry
 
-REPOS = build_repos()
+# The tiny GGUF written by tests/lab/hub/build (labctl mounts tests/lab/.build/hub at /srv/.build/hub,
+# beside this directory at /srv/hub); without it the hub serves no volta-lab/tiny-gguf.
+GGUF_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".build", "hub", GGUF_FILE)
+
+
+def _gguf():
+    try:
+        with open(GGUF_PATH, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+REPOS = build_repos(_gguf())
 BLOBS = {e["lfs"]["oid"]: c for r in REPOS.values() for cm in r.commits for p, c in cm["files"].items()
          if "lfs" in (e := entry(p, c))}
 STATE = {"log": [], "drop": set(), "lock": threading.Lock()}
