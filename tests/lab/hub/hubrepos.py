@@ -12,6 +12,9 @@ Repositories (``REPOS``):
   volta-lab/tiny-gated   one commit; gated: a valid token is needed (``LAB_TOKEN``)
   volta-lab/tiny-gguf    one commit: the tiny GGUF model that tests/lab/hub/build writes with the real
                          gguf package (tinygguf.py), when it was built (``build_repos(gguf=...)``)
+  volta-lab/<NAME>       one commit per checkpoint of tests/fixtures/models (config.json and the index
+                         with the real total_size, no weights; copied by tests/lab/hub/build), e.g.
+                         volta-lab/Qwen2.5-72B-Instruct (``build_repos(checkpoints=...)``)
 """
 
 from __future__ import annotations
@@ -136,9 +139,14 @@ def _gguf_snapshot(gguf: bytes) -> dict[str, bytes]:
             GGUF_FILE: gguf}
 
 
-def build_repos(gguf: bytes | None = None) -> dict[str, Repo]:
-    """The lab's repositories; volta-lab/tiny-gguf only when the GGUF's bytes are given."""
+def build_repos(gguf: bytes | None = None, checkpoints: dict[str, dict[str, bytes]] | None = None) -> dict[str, Repo]:
+    """The lab's repositories; volta-lab/tiny-gguf when the GGUF's bytes are given, and one repository
+    volta-lab/NAME per checkpoint {NAME: {path: content}} (a README and .gitattributes added)."""
     extra = {GGUF_REPO: Repo(GGUF_REPO, [("Tiny GGUF", _gguf_snapshot(gguf))])} if gguf else {}
+    for name, files in sorted((checkpoints or {}).items()):
+        snapshot = {".gitattributes": GITATTRIBUTES.encode(),
+                    "README.md": f"# {name} (tests/fixtures/models: config and index, no weights)\n".encode(), **files}
+        extra[f"volta-lab/{name}"] = Repo(f"volta-lab/{name}", [("Checkpoint without weights", snapshot)])
     return {
         "volta-lab/tiny-llama": Repo("volta-lab/tiny-llama", [
             ("Initial tiny model", _snapshot(512, 4, 1000, "r1")),
