@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from shlex import quote
 
 import yaml
 
@@ -50,3 +51,56 @@ def test_install_record_and_local_facts(host):
     assert record["source_sha256"] == VARS["engine_llamacpp_source_sha256"]
     facts = json.loads(host.file("/etc/ansible/facts.d/volta_engines.fact").content_string)["engines"]["llamacpp"]
     assert facts["current"] == NAME
+
+
+# ---------------------------------------------------------------- the tiny GGUF served through the gateway
+INSTANCE = VARS["volta_instances"][0]
+KEY = VARS["api_gateway_keys"][INSTANCE["name"]]
+SOURCE = VARS["volta_models"][INSTANCE["model_source"]]
+GGUF = f"/srv/volta/models/{INSTANCE['model_source']}@{SOURCE['sha256'][:12]}/{SOURCE['url'].rsplit('/', 1)[1]}"
+# Runs on the host: one chat completion through the gateway (JSON on argv), prints status and body.
+ASK = r"""
+import json, sys, urllib.error, urllib.request
+port, key, model = sys.argv[1], sys.argv[2], sys.argv[3]
+body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8, "temperature": 0}
+headers = {"Content-Type": "application/json", **({"Authorization": "Bearer " + key} if key else {})}
+req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(), headers)
+try:
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        print(json.dumps({"status": resp.status, "body": json.load(resp)}))
+except urllib.error.HTTPError as exc:
+    print(json.dumps({"status": exc.code, "body": exc.read().decode(errors="replace")}))
+"""
+
+
+def ask(host, key):
+    out = host.run(f"python3 -c {quote(ASK)} {INSTANCE['port']} {quote(key)} {INSTANCE['served_model_name']}")
+    assert out.rc == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_the_gguf_was_fetched_and_verified(host):
+    assert host.check_output(f"sha256sum {GGUF}").split()[0] == SOURCE["sha256"]
+
+
+def test_llama_server_runs_the_gguf(host):
+    unit = host.file(f"/etc/systemd/system/volta-{INSTANCE['name']}.service").content_string
+    assert f"{ROOT}/current/bin/llama-server" in unit and GGUF in unit, unit
+    assert host.service(f"volta-{INSTANCE['name']}").is_running
+
+
+def test_a_real_completion_through_the_gateway_with_the_key(host):
+    answer = ask(host, KEY)
+    assert answer["status"] == 200, answer
+    body = answer["body"]
+    assert body["model"] == INSTANCE["served_model_name"], body
+    assert body["choices"][0]["message"]["content"].strip(), body
+    usage = body["usage"]
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] == 8, usage
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"], usage
+
+
+def test_refused_without_the_key_or_with_a_wrong_one(host):
+    for key in ("", "not-the-key"):
+        answer = ask(host, key)
+        assert answer["status"] == 401, answer

@@ -10,6 +10,11 @@ Repositories (``REPOS``):
   volta-lab/tiny-llama   two commits (the second changes config.json and the weights), a
                          branch ``main`` at the second; a LlamaForCausalLM-shaped config
   volta-lab/tiny-gated   one commit; gated: a valid token is needed (``LAB_TOKEN``)
+  volta-lab/tiny-gguf    one commit: the tiny GGUF model that tests/lab/hub/build writes with the real
+                         gguf package (tinygguf.py), when it was built (``build_repos(gguf=...)``)
+  volta-lab/<NAME>       one commit per checkpoint of tests/fixtures/models (config.json and the index
+                         with the real total_size, no weights; copied by tests/lab/hub/build), e.g.
+                         volta-lab/Qwen2.5-72B-Instruct (``build_repos(checkpoints=...)``)
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import struct
 
 # The only token the lab hub accepts for gated repositories (a lab value, never a real one).
 LAB_TOKEN = "hf_voltaLabStandInToken0000000000000"  # noqa: S105  a lab value, never a real one
+GGUF_REPO, GGUF_FILE = "volta-lab/tiny-gguf", "tiny-llama.gguf"
 LFS_SUFFIXES = (".safetensors", ".bin", ".gguf")
 GITATTRIBUTES = "*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.gguf filter=lfs diff=lfs merge=lfs -text\n"
 
@@ -127,7 +133,20 @@ def entry(path: str, content: bytes) -> dict:
     return {"type": "file", "oid": git_blob_id(content), "size": len(content), "path": path}
 
 
-def build_repos() -> dict[str, Repo]:
+def _gguf_snapshot(gguf: bytes) -> dict[str, bytes]:
+    return {".gitattributes": GITATTRIBUTES.encode(),
+            "README.md": b"# tiny lab GGUF (llama architecture, random weights; tests/lab/hub/tinygguf.py)\n",
+            GGUF_FILE: gguf}
+
+
+def build_repos(gguf: bytes | None = None, checkpoints: dict[str, dict[str, bytes]] | None = None) -> dict[str, Repo]:
+    """The lab's repositories; volta-lab/tiny-gguf when the GGUF's bytes are given, and one repository
+    volta-lab/NAME per checkpoint {NAME: {path: content}} (a README and .gitattributes added)."""
+    extra = {GGUF_REPO: Repo(GGUF_REPO, [("Tiny GGUF", _gguf_snapshot(gguf))])} if gguf else {}
+    for name, files in sorted((checkpoints or {}).items()):
+        snapshot = {".gitattributes": GITATTRIBUTES.encode(),
+                    "README.md": f"# {name} (tests/fixtures/models: config and index, no weights)\n".encode(), **files}
+        extra[f"volta-lab/{name}"] = Repo(f"volta-lab/{name}", [("Checkpoint without weights", snapshot)])
     return {
         "volta-lab/tiny-llama": Repo("volta-lab/tiny-llama", [
             ("Initial tiny model", _snapshot(512, 4, 1000, "r1")),
@@ -135,4 +154,4 @@ def build_repos() -> dict[str, Repo]:
         ]),
         "volta-lab/tiny-gated": Repo("volta-lab/tiny-gated", [("Gated tiny model", _snapshot(256, 2, 3000, "g1"))],
                                      gated=True),
-    }
+    } | extra

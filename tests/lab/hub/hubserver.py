@@ -41,9 +41,30 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hubrepos import LAB_TOKEN, build_repos, entry
+from hubrepos import GGUF_FILE, LAB_TOKEN, build_repos, entry
 
-REPOS = build_repos()
+# What tests/lab/hub/build writes (labctl mounts tests/lab/.build/hub at /srv/.build/hub, beside this
+# directory at /srv/hub): the tiny GGUF and the checkpoints of tests/fixtures/models; without them the
+# hub serves neither volta-lab/tiny-gguf nor the checkpoints' repositories.
+BUILT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".build", "hub")
+
+
+def _read(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _built():
+    """(the GGUF's bytes or None, {checkpoint: {file: bytes}}) of BUILT."""
+    gguf = os.path.join(BUILT, GGUF_FILE)
+    root = os.path.join(BUILT, "checkpoints")
+    names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    checkpoints = {n: {f: _read(os.path.join(root, n, f)) for f in sorted(os.listdir(os.path.join(root, n)))}
+                   for n in names}
+    return (_read(gguf) if os.path.exists(gguf) else None), checkpoints
+
+
+REPOS = build_repos(*_built())
 BLOBS = {e["lfs"]["oid"]: c for r in REPOS.values() for cm in r.commits for p, c in cm["files"].items()
          if "lfs" in (e := entry(p, c))}
 STATE = {"log": [], "drop": set(), "lock": threading.Lock()}

@@ -159,3 +159,20 @@ def test_an_unknown_revision_is_revision_not_found(hub, tmp_path):
             print(json.dumps(type(exc).__name__))
     """)
     assert out == "RevisionNotFoundError"
+
+
+def test_the_gguf_repository_serves_the_given_file_as_lfs():
+    gguf = b"GGUF" + bytes(range(256)) * 4
+    repo = hubrepos.build_repos(gguf)[hubrepos.GGUF_REPO]
+    files = repo.commits[0]["files"]
+    assert files[hubrepos.GGUF_FILE] == gguf and repo.refs["main"] == repo.commits[0]["oid"]
+    published = hubrepos.entry(hubrepos.GGUF_FILE, gguf)
+    assert published["lfs"]["oid"] == hashlib.sha256(gguf).hexdigest() and published["size"] == len(gguf)
+    # The same bytes give the same commit (scenarios pin it); other bytes another one.
+    assert hubrepos.build_repos(gguf)[hubrepos.GGUF_REPO].commits[0]["oid"] == repo.commits[0]["oid"]
+    assert hubrepos.build_repos(gguf + b"\0")[hubrepos.GGUF_REPO].commits[0]["oid"] != repo.commits[0]["oid"]
+
+
+def test_without_a_built_gguf_there_is_no_gguf_repository():
+    assert hubrepos.GGUF_REPO not in hubrepos.build_repos()
+    assert hubrepos.GGUF_REPO not in hubrepos.build_repos(None)

@@ -300,16 +300,17 @@ def test_tp_choices():
 
 
 def sim_instances(host, models):
-    """inventories/sim/host_vars/<host>.yml's instances, their model paths replaced by fixture copies."""
+    """inventories/sim/host_vars/<host>.yml's instances, their model sources replaced by fixture copies
+    (the checkpoints the lab hub serves; the GGUF of the reference in place of the lab's tiny one)."""
     data = yaml.safe_load((REPO / "inventories" / "sim" / "host_vars" / f"{host}.yml").read_text())
     names = {
-        "/srv/models/qwen2.5-72b-instruct": "Qwen2.5-72B-Instruct",
-        "/srv/models/command-r-32b": "c4ai-command-r-08-2024",
-        "/srv/models/DeepSeek-V2-Lite-Chat-Q8_0.gguf": "DeepSeek-V2-Lite-Chat-Q8_0.gguf",
-        "/srv/models/Qwen3.8-Flash-Next-NVFP4": "Qwen3.8-Flash-Next-NVFP4",
+        "qwen2.5-72b-instruct": "Qwen2.5-72B-Instruct",
+        "command-r-32b": "c4ai-command-r-08-2024",
+        "deepseek-v2-lite-gguf": "DeepSeek-V2-Lite-Chat-Q8_0.gguf",
+        "qwen3.8-flash-next-nvfp4": "Qwen3.8-Flash-Next-NVFP4",
     }
     for inst in data["volta_instances"]:
-        inst["model"] = models[names[inst["model"]]]
+        inst["model"] = models[names[inst.pop("model_source")]]
     return data["volta_server"], data["volta_instances"]
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
 from ansible_collections.volta.serving.plugins.module_utils._model_rules import MODEL_RULES
 from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
 from ansible_collections.volta.serving.plugins.module_utils._rules import OVERRIDABLE, RULES
@@ -176,7 +177,12 @@ def test_flash_next_launcher_default_mtp_on_is_only_a_warning():
 )
 def test_shipped_inventories_pass(inventory, host):
     host_vars = yaml.safe_load((REPO / "inventories" / inventory / "host_vars" / f"{host}.yml").read_text())
-    report = run(host_vars["volta_server"], host_vars["volta_instances"], host=host)
+    instances = host_vars["volta_instances"]
+    group_vars = REPO / "inventories" / inventory / "group_vars" / "volta" / "lab.yml"
+    models = yaml.safe_load(group_vars.read_text()).get("volta_models", {}) if group_vars.exists() else {}
+    if models:  # the model sources the instances name, served from the model layer's directories
+        instances = resolve_instances(instances, models, DEFAULT_ROOT)
+    report = run(host_vars["volta_server"], instances, host=host)
     assert report["findings"] == []
     assert report["plan"]["gateway_ports"]
 
