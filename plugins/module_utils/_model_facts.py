@@ -51,6 +51,7 @@ def empty_facts(path):
         "gguf_error": None,
         "read_from": None,
         "hub_error": None,
+        "pending": False,
     }
 
 

@@ -148,15 +148,17 @@ def hub_facts(path, endpoint, repo, revision, allow_patterns=(), read=None):
 
 
 def preflight_reads(instances, models, root, endpoint):
-    """What preflight reads: ``{'paths': [...], 'hub': [...]}`` from the inventory alone, never raising.
+    """What preflight reads: ``{'paths': [...], 'hub': [...], 'pending': [...]}`` from the inventory alone.
 
     *paths*: every instance's model, with a model_source turned into its served path; *hub*: for
-    each hf source an instance uses, ``{path, endpoint, repo, revision, allow_patterns, token}``.
-    A source the serving plan will refuse (unknown, malformed) is left out here.
+    each hf source an instance uses, ``{path, endpoint, repo, revision, allow_patterns, token}``;
+    *pending*: the served paths of url sources (one file, checked against its sha256 when the model
+    layer downloads it): not on the host yet is not an error for them. Never raises: a source the
+    serving plan will refuse (unknown, malformed) is left out here.
     """
     root = root or _model.DEFAULT_ROOT
     endpoint = endpoint or _model.DEFAULT_ENDPOINT
-    paths, hub, seen = [], [], set()
+    paths, hub, pending, seen = [], [], [], set()
     for inst in instances if isinstance(instances, list) else []:
         if not isinstance(inst, dict):
             continue
@@ -171,16 +173,25 @@ def preflight_reads(instances, models, root, endpoint):
             continue
         path = _model.served_path(root, ref, src)
         paths.append(path)
+        if src["kind"] == "url" and path not in pending:
+            pending.append(path)
         if src["kind"] == "hf" and path not in seen:
             seen.add(path)
             hub.append({"path": path, "endpoint": endpoint, "repo": src["repo"], "revision": src["revision"],
                         "allow_patterns": src["allow_patterns"], "token": str(source["hf"].get("token") or "")})
-    return {"paths": paths, "hub": hub}
+    return {"paths": paths, "hub": hub, "pending": pending}
 
 
-def gather(paths, hub=(), timeout=DEFAULT_TIMEOUT, reader=urllib_reader):
-    """_model_facts.gather for *paths*, with the *hub* entries whose path is not on the host read from the hub."""
+def gather(paths, hub=(), timeout=DEFAULT_TIMEOUT, reader=urllib_reader, pending=()):
+    """_model_facts.gather for *paths*, with the *hub* entries whose path is not on the host read from the hub.
+
+    A *pending* path (the model layer downloads it later in the run) that is not there yet is
+    marked ``pending`` rather than missing.
+    """
     out = _model_facts.gather(list(paths) + [h["path"] for h in hub])
+    for path in pending:
+        if path in out and not out[path]["exists"]:
+            out[path]["pending"] = True
     for entry in hub:
         if out[entry["path"]]["exists"]:
             continue

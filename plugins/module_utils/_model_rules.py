@@ -288,6 +288,8 @@ def check_models(instances, ctx, server, model_facts):
         facts = model_facts.get(inst.get("model")) if inst.get("model") else None
         if inst.get("engine") is None or not isinstance(facts, dict) or not facts.get("local"):
             continue
+        if facts.get("pending"):
+            continue  # a url source the model layer downloads later in this run, checked on the next
         if facts.get("hub_error"):
             out.append(_hub_unread(inst, ctx, facts))
             continue

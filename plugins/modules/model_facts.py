@@ -63,6 +63,13 @@ options:
         description: The source's hub token, sent as C(Authorization Bearer); never returned.
         type: str
         default: ""
+  pending:
+    description:
+      - Paths the model layer downloads later in the run (URL sources, one file each): one that is not on the
+        host yet is reported with RV(ansible_facts.volta_checkpoints.pending=true), not as missing.
+    type: list
+    elements: str
+    default: []
   timeout:
     description: Seconds each request to the hub may take.
     type: int
@@ -170,6 +177,10 @@ ansible_facts:
           description: Why the hub's metadata could not be read (the token never appears); V(null) otherwise.
           type: str
           sample: "Org/Model@0123456789ab: HTTP 401 Invalid credentials in Authorization header"
+        pending:
+          description: V(true) for a path of O(pending) that is not on the host yet (not checked this run).
+          type: bool
+          sample: false
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -190,11 +201,13 @@ def main():
         argument_spec=dict(
             models=dict(type="list", elements="str", required=True),
             hub=dict(type="list", elements="dict", default=[], options=HUB_SPEC),
+            pending=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
-    facts = gather(module.params["models"], module.params["hub"], module.params["timeout"])
+    params = module.params
+    facts = gather(params["models"], params["hub"], params["timeout"], pending=params["pending"])
     module.exit_json(changed=False, ansible_facts={"volta_checkpoints": facts})
 
 

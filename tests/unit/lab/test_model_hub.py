@@ -138,4 +138,16 @@ def test_preflight_reads_from_the_inventory():
                             f"/srv/volta/models/gguf@{'a' * 12}/m.gguf", "/srv/m"]
     assert out["hub"] == [{"path": f"/srv/volta/models/tiny@{R1}", "endpoint": "https://huggingface.co",
                            "repo": REPO, "revision": R1, "allow_patterns": ["*.json"], "token": "hf_x"}]
-    assert _model_hub.preflight_reads("not a list", models, "/m", "http://mirror") == {"paths": [], "hub": []}
+    assert out["pending"] == [f"/srv/volta/models/gguf@{'a' * 12}/m.gguf"]
+    assert _model_hub.preflight_reads("not a list", models, "/m", "http://mirror") == {
+        "paths": [], "hub": [], "pending": []}
+
+
+def test_a_url_source_not_downloaded_yet_is_pending_not_missing(tmp_path):
+    there = tmp_path / "g@aaaaaaaaaaaa" / "there.gguf"
+    there.parent.mkdir()
+    there.write_bytes(b"GGUF")
+    later = str(tmp_path / "g@bbbbbbbbbbbb" / "later.gguf")
+    out = _model_hub.gather([str(there), later], pending=[str(there), later])
+    assert out[later]["pending"] is True and out[later]["exists"] is False
+    assert out[str(there)]["pending"] is False and out[str(there)]["exists"] is True

@@ -25,8 +25,9 @@ def test_the_filters_are_registered():
 
 
 def test_preflight_reads_never_fails_on_a_bad_inventory():
-    assert model_preflight_reads([{"name": "a", "model_source": "nope"}], {}) == {"paths": [], "hub": []}
-    assert model_preflight_reads([{"name": "a", "model": "/m"}], None, None, None) == {"paths": ["/m"], "hub": []}
+    empty = {"paths": [], "hub": [], "pending": []}
+    assert model_preflight_reads([{"name": "a", "model_source": "nope"}], {}) == empty
+    assert model_preflight_reads([{"name": "a", "model": "/m"}], None, None, None) == dict(empty, paths=["/m"])
 
 
 def test_model_plan_and_paths():

@@ -158,6 +158,17 @@ def test_an_unreadable_hub_model_warns_and_defers_its_checks(tmp_path):
     assert not findings(rep, "model-missing"), "a model not downloaded yet is not 'missing on the host'"
 
 
+def test_a_pending_url_model_is_not_missing(tmp_path):
+    path = str(tmp_path / "g@aaaaaaaaaaaa" / "m.gguf")
+    facts = {path: dict(gather([path])[path], pending=True)}
+    inst = chat(path, engine="llamacpp", gpus=[0], quantization="gguf")
+    rep = build_report("lab-host", copy.deepcopy(PCIE), [inst], keyed_instances=KEYED, model_facts=facts)
+    assert not [f for f in rep["findings"] if f["rule"] in ("model-missing", "llamacpp-needs-gguf")]
+    facts[path]["pending"] = False
+    rep = build_report("lab-host", copy.deepcopy(PCIE), [inst], keyed_instances=KEYED, model_facts=facts)
+    assert findings(rep, "model-missing")
+
+
 def test_a_hub_read_model_is_checked_like_a_local_one(models, tmp_path):
     local = gather([models["Qwen2.5-72B-Instruct"]])[models["Qwen2.5-72B-Instruct"]]
     path = str(tmp_path / "qwen@0123456789abcdef0123456789abcdef01234567")
