@@ -28,14 +28,6 @@ R1, R2 = (c["oid"] for c in hubserver.REPOS[REPO].commits)
 GATED = "volta-lab/tiny-gated"
 
 
-@pytest.fixture(scope="module")
-def hub():
-    srv, cdn = hubserver.serve("127.0.0.1", 0, 0)
-    yield f"http://127.0.0.1:{srv.server_port}"
-    srv.shutdown()
-    cdn.shutdown()
-
-
 @pytest.fixture(autouse=True)
 def clean_log():
     hubserver.STATE["log"].clear()

@@ -25,14 +25,6 @@ GATED = "volta-lab/tiny-gated"
 (G1,) = (c["oid"] for c in hubserver.REPOS[GATED].commits)
 
 
-@pytest.fixture(scope="module")
-def hub():
-    srv, cdn = hubserver.serve("127.0.0.1", 0, 0)
-    yield f"http://127.0.0.1:{srv.server_port}"
-    srv.shutdown()
-    cdn.shutdown()
-
-
 @pytest.fixture(autouse=True)
 def clean_log():
     hubserver.STATE["log"].clear()
