@@ -65,7 +65,7 @@ options:
         default: ""
   pending:
     description:
-      - Paths the model layer downloads later in the run (URL sources, one file each): one that is not on the
+      - Paths the model layer downloads later in the run (URL sources, one file each); one that is not on the
         host yet is reported with RV(ansible_facts.volta_checkpoints.pending=true), not as missing.
     type: list
     elements: str
