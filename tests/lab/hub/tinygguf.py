@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the lab's tiny GGUF model with the real ``gguf`` package (tests/lab/hub/gguf.txt pins it).
 
   tinygguf.py OUT.gguf
