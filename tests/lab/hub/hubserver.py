@@ -26,7 +26,8 @@ _snapshot_download.py, utils/_http.py), never from the hub's code:
   mirror without Xet.
 
 ``--drop-once SHA256`` closes the connection halfway through the first CDN download of that
-blob (the client must resume with a Range request). ``GET /_lab/log`` lists the requests seen
+blob (the client must resume with a Range request); ``GET /_lab/drop-once/SHA256`` arms the same on a
+running hub (a test's step). ``GET /_lab/log`` lists the requests seen
 (method, path, Range, Authorization present) for tests.
 """
 
@@ -102,6 +103,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self._cdn(path, body)
             if path == "/_lab/log":
                 return self._json(STATE["log"], body)
+            if path.startswith("/_lab/drop-once/"):
+                with STATE["lock"]:
+                    STATE["drop"].add(path.rsplit("/", 1)[1])
+                return self._json({"drop_once": sorted(STATE["drop"])}, body)
             if path.startswith("/api/models/"):
                 return self._api(path[len("/api/models/"):], body)
             if "/resolve/" in path:

@@ -168,3 +168,12 @@ def test_the_gguf_repository_serves_the_given_file_as_lfs():
 def test_without_a_built_gguf_there_is_no_gguf_repository():
     assert hubrepos.GGUF_REPO not in hubrepos.build_repos()
     assert hubrepos.GGUF_REPO not in hubrepos.build_repos(None)
+
+
+def test_a_running_hub_arms_a_broken_transfer_on_request(hub):
+    import urllib.request
+
+    digest = "ab" * 32
+    with urllib.request.urlopen(f"{hub}/_lab/drop-once/{digest}") as answer:  # noqa: S310  the lab hub on loopback
+        assert json.load(answer) == {"drop_once": [digest]}
+    assert digest in hubserver.STATE["drop"]
