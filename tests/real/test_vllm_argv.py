@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import vllm_venv
 import yaml
+from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
 from ansible_collections.volta.serving.plugins.module_utils._plan import DEFAULT_ENGINES_ROOT, build_report
 from ansible_collections.volta.serving.plugins.module_utils._rules import VLLM_ENGINES
 
@@ -58,10 +59,13 @@ def inventory_argvs():
         group = _group_vars(inventory)
         for host_file in sorted((inventory / "host_vars").glob("*.yml")):
             hostvars = {**group, **_load(host_file)}
+            # model_source -> the served path, as the serving plan action does (sim: the lab hub's models).
+            instances = resolve_instances(hostvars.get("volta_instances", []), hostvars.get("volta_models", {}),
+                                          hostvars.get("volta_models_root", DEFAULT_ROOT))
             report = build_report(
                 host_file.stem,
                 hostvars["volta_server"],
-                hostvars.get("volta_instances", []),
+                instances,
                 profiles=hostvars.get("preflight_engine_profiles"),
                 engines_root=hostvars.get("volta_engines_root", DEFAULT_ENGINES_ROOT),
                 generate_keys=True,
