@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,17 +43,34 @@ def need_lab():
         sys.exit("bench: the lab's repository server is not running; run `make lab` first")
 
 
-def playbook(args, log, extra_env=None):
-    """Run ansible-playbook from the project root; return (rc, seconds, recap rows). Output goes to log."""
+def children_cpu():
+    """CPU seconds (user + system) of this process's finished children: the controller's share."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def playbook(args, log, extra_env=None, times=None):
+    """Run ansible-playbook from the project root; return (rc, seconds, recap rows). Output goes to log.
+
+    With times=FILE, bench/callbacks/task_times.py writes each task's wall time there. The
+    controller's CPU seconds of the last run are kept in LAST["cpu_seconds"].
+    """
     cmd = [str(VENV_BIN / "ansible-playbook"), *args]
-    began = time.monotonic()
+    extra = dict(extra_env or {})
+    if times:
+        extra.update({"ANSIBLE_CALLBACK_PLUGINS": str(TOP / "bench" / "callbacks"), "VOLTA_BENCH_TIMES": str(times)})
+    began, cpu = time.monotonic(), children_cpu()
     with open(log, "a", encoding="utf-8") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
-        rc = subprocess.run(cmd, cwd=TOP, env={**env(), **(extra_env or {})}, stdout=out,
+        rc = subprocess.run(cmd, cwd=TOP, env={**env(), **extra}, stdout=out,
                             stderr=subprocess.STDOUT, check=False).returncode
     took = time.monotonic() - began
+    LAST["cpu_seconds"] = round(children_cpu() - cpu, 1)
     return rc, took, recap(log)
+
+
+LAST = {}
 
 
 def recap(log):
