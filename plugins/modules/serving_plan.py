@@ -270,7 +270,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 reused:
-  description: Whether the report was the one kept in C(volta_serving_plan), built earlier in the run from the same inputs.
+  description: Whether the report was the one kept in C(volta_serving_plan) (built earlier from the same inputs).
   returned: always
   type: bool
   sample: true
