@@ -166,11 +166,19 @@ ARGUMENT_SPEC = {
 
 
 def _ids(module, want):
-    try:
-        return pwd.getpwnam(want["owner"]).pw_uid, grp.getgrnam(want["group"]).gr_gid
-    except KeyError:
-        module.fail_json(msg=f"{want['path']}: owner {want['owner']} or group {want['group']} does not exist on "
-                             "this host; create it first (or name an existing one)")
+    """(uid, gid) of the path's owner and group. In check mode one that does not exist yet (an earlier task
+    would create it) is None: the path is reported as changing; a real run fails, naming it."""
+    ids = []
+    for kind, name, read in (("owner", want["owner"], lambda n: pwd.getpwnam(n).pw_uid),
+                             ("group", want["group"], lambda n: grp.getgrnam(n).gr_gid)):
+        try:
+            ids.append(read(name))
+        except KeyError:
+            if not module.check_mode:
+                module.fail_json(msg=f"{want['path']}: {kind} {name} does not exist on this host; create it first "
+                                     "(or name an existing one). Nothing was changed.")
+            ids.append(None)
+    return tuple(ids)
 
 
 def _lstat(path):
@@ -249,7 +257,7 @@ def _apply(module, plan):
             continue
         if kind == "directory":
             if "created" in changes:
-                os.mkdir(want["path"])
+                os.makedirs(want["path"])  # missing parents as ansible.builtin.file makes them
             os.chmod(want["path"], _files._mode(want["mode"]))
             os.chown(want["path"], uid, gid)
         elif {"created", "content", "removed"} & set(changes):
