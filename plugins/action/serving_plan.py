@@ -22,15 +22,13 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
-from ansible_collections.volta.serving.plugins.module_utils._model import (
-    DEFAULT_ROOT as DEFAULT_MODELS_ROOT,
-)
+from ansible_collections.volta.serving.plugins.module_utils._defaults import expression as role_default
+from ansible_collections.volta.serving.plugins.module_utils._defaults import literal as literal_default
 from ansible_collections.volta.serving.plugins.module_utils._model import (
     ModelError,
     resolve_instances,
 )
 from ansible_collections.volta.serving.plugins.module_utils._plan import (
-    DEFAULT_ENGINES_ROOT,
     DEFAULT_SECRETS_DIR,
     build_report,
 )
@@ -95,16 +93,17 @@ VAR_DEFAULTS = {
     "server": "volta_server | default(none)",
     "instances": "volta_instances | default([])",
     "host": "inventory_hostname | default('localhost')",
-    "driver_branch": "nvidia_driver_branch | default('580') | string",
-    "driver_kernel_module": "nvidia_driver_kernel_module | default('proprietary')",
-    "cuda_version": "cuda_toolkit_version | default('12.8') | string",
+    # The pins and paths: the host's variable, else its role's default (roles/<role>/defaults/main.yml, their
+    # one home, read by _defaults).
+    "driver_branch": f"({role_default('nvidia_driver', 'nvidia_driver_branch')}) | string",
+    "driver_kernel_module": role_default("nvidia_driver", "nvidia_driver_kernel_module"),
+    "cuda_version": f"({role_default('cuda_toolkit', 'cuda_toolkit_version')}) | string",
     "engine_versions": (
-        "{'vllm': {'version': engine_vllm_version | default('0.21.0') | string,"
-        " 'torch_version': engine_vllm_torch_version | default('2.11.0') | string,"
-        " 'torch_cuda': engine_vllm_torch_cuda | default('cu126') | string},"
-        " 'onecat': {'version': engine_onecat_version | default('1.5.1') | string,"
-        " 'torch_version': engine_onecat_torch_version | default('2.10.0') | string,"
-        " 'torch_cuda': engine_onecat_torch_cuda | default('cu128') | string}}"
+        "{" + ", ".join(
+            f"'{flavour}': {{" + ", ".join(
+                f"'{key}': ({role_default('engine', f'engine_{flavour}_{key}')}) | string"
+                for key in ("version", "torch_version", "torch_cuda")) + "}"
+            for flavour in ("vllm", "onecat")) + "}"
     ),
     # The port the firewall keeps open for SSH (its default is ansible_port, else 22).
     "ssh_port": "firewall_ssh_port | default(ansible_port | default(22))",
@@ -115,7 +114,7 @@ VAR_DEFAULTS = {
     "api_host_key": "api_gateway_host_key | default('') | length > 0",
     "api_generate_keys": "api_gateway_generate_keys | default(false) | bool",
     "profiles": "preflight_engine_profiles | default({})",
-    "engines_root": f"volta_engines_root | default('{DEFAULT_ENGINES_ROOT}')",
+    "engines_root": role_default("engine", "engine_root"),
     "secrets_dir": f"volta_secrets_dir | default('{DEFAULT_SECRETS_DIR}')",
     "reserved_ports": "preflight_reserved_ports | default({})",
     "build_packages": "engine_build_packages | default(none)",
@@ -156,7 +155,7 @@ VAR_DEFAULTS = {
     # An instance's model_source names one of volta_models (role volta.serving.model); its model is then
     # the source's served path under the role's model_root (_model.resolve_instances).
     "models": "volta_models | default({})",
-    "models_root": f"model_root | default(volta_models_root | default('{DEFAULT_MODELS_ROOT}'))",
+    "models_root": role_default("model", "model_root"),
 }
 
 
@@ -238,7 +237,7 @@ class ActionModule(ActionBase):
         """The instances with each model_source turned into its served path (model)."""
         try:
             return resolve_instances(args["instances"], args.get("models") or {},
-                                     args.get("models_root") or DEFAULT_MODELS_ROOT)
+                                     args.get("models_root") or literal_default("model", "model_root"))
         except ModelError as exc:
             raise AnsibleActionFail(f"serving_plan: {exc}") from exc
 

@@ -19,6 +19,7 @@ import copy
 import json
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils import _defaults
 from ansible_collections.volta.serving.plugins.module_utils._example_keys import check_example_keys
 from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
 from ansible_collections.volta.serving.plugins.module_utils._inputs import (
@@ -63,14 +64,8 @@ from ansible_collections.volta.serving.plugins.module_utils._vllm_cli import che
 
 BIND_HOST = "127.0.0.1"
 BACKEND_PORT_OFFSET = 10000
-DEFAULT_ENGINES_ROOT = "/opt/volta/engines"
 DEFAULT_SECRETS_DIR = "/etc/volta/secrets"
 HEALTH_PATH = "/health"
-# The engine roles' defaults (used for an engine the caller gives no versions for).
-DEFAULT_ENGINE_VERSIONS = {
-    "vllm": {"version": "0.21.0", "torch_version": "2.11.0", "torch_cuda": "cu126"},
-    "onecat": {"version": "1.5.1", "torch_version": "2.10.0", "torch_cuda": "cu128"},
-}
 API_KEY_ENV = "VLLM_API_KEY"
 
 # The Volta profiles: what every instance of an engine gets unless it says otherwise.
@@ -703,7 +698,7 @@ def _context(host, server, islands, settings):
         "driver_kernel_module": settings["driver_kernel_module"],
         "cuda_version": settings["cuda_version"],
         "engine_versions": {
-            engine: {**DEFAULT_ENGINE_VERSIONS.get(engine, {}), **(pins.get(engine) or {})}
+            engine: {**_defaults.engine_versions().get(engine, {}), **(pins.get(engine) or {})}
             for engine in ENGINES
         },
         "build_packages": settings["build_packages"],
@@ -782,21 +777,29 @@ def _plan_entries(normalised, profiles, findings, engines_root, secrets_dir):
     return entries
 
 
+def default_settings():
+    """What build_report assumes for a pin or path it is not given: the roles' defaults (their one home)."""
+    return {"driver_branch": str(_defaults.literal("nvidia_driver", "nvidia_driver_branch")),
+            "driver_kernel_module": _defaults.literal("nvidia_driver", "nvidia_driver_kernel_module"),
+            "cuda_version": str(_defaults.literal("cuda_toolkit", "cuda_toolkit_version")),
+            "engines_root": _defaults.literal("engine", "engine_root")}
+
+
 def build_report(
     host,
     server,
     instances,
     *,
-    driver_branch="580",
-    driver_kernel_module="proprietary",
-    cuda_version="12.8",
+    driver_branch=None,
+    driver_kernel_module=None,
+    cuda_version=None,
     engine_versions=None,
     ssh_port=22,
     keyed_instances=(),
     host_key=False,
     generate_keys=False,
     profiles=None,
-    engines_root=DEFAULT_ENGINES_ROOT,
+    engines_root=None,
     secrets_dir=DEFAULT_SECRETS_DIR,
     reserved_ports=None,
     build_packages=None,
@@ -824,6 +827,10 @@ def build_report(
     host's platform is not known at all), ``engine_pythons`` (engine -> explicit interpreter),
     ``uv_python`` and ``onecat_wheel``.
     """
+    pins = default_settings()
+    driver_branch, driver_kernel_module = driver_branch or pins["driver_branch"], driver_kernel_module or pins[
+        "driver_kernel_module"]
+    cuda_version, engines_root = cuda_version or pins["cuda_version"], engines_root or pins["engines_root"]
     server, instances, findings = _host_inputs(host, server, instances)
     findings += check_server_inputs(host, server) + check_gateway(host, gateway)
     findings += check_secrets_dir(host, secrets_dir) + check_engines_root(host, engines_root)

@@ -61,22 +61,25 @@ options:
     description: The host name used in the findings and the plan. Defaults to C(inventory_hostname).
     type: str
   driver_branch:
-    description: NVIDIA driver branch that will be installed (C(nvidia_driver_branch)).
+    description:
+      - NVIDIA driver branch that will be installed (C(nvidia_driver_branch)).
+      - Left out and unset, the default of role volta.serving.nvidia_driver (its C(defaults/main.yml), the one home of
+        the pin).
     type: str
-    default: "580"
   driver_kernel_module:
     description: Which NVIDIA kernel modules will be installed (C(nvidia_driver_kernel_module)).
     type: str
     choices: [proprietary, open]
     default: proprietary
   cuda_version:
-    description: CUDA toolkit version that will be installed (C(cuda_toolkit_version)).
+    description:
+      - CUDA toolkit version that will be installed (C(cuda_toolkit_version)).
+      - Left out and unset, the default of role volta.serving.cuda_toolkit.
     type: str
-    default: "12.8"
   engine_versions:
     description:
       - Per engine (V(vllm), V(onecat)) the engine C(version), C(torch_version) and C(torch_cuda) tag
-        (for example V(cu126)), from the engine roles' variables.
+        (for example V(cu126)), from the engine role's variables, else its defaults (the one home of the pins).
     type: dict
     default: {}
   ssh_port:
@@ -108,8 +111,9 @@ options:
   engines_root:
     description:
       - Where the engines are installed; an instance's engine runs from C(<engines_root>/<engine>/current).
+      - Left out, C(engine_root), else the default of role volta.serving.engine (C(volta_engines_root), else its
+        built-in path).
     type: str
-    default: /opt/volta/engines
   secrets_dir:
     description: Where the root-only key files and EnvironmentFiles of the instances live on the host.
     type: str
@@ -250,13 +254,13 @@ EXAMPLES = r"""
   volta.serving.serving_plan:
     server: "{{ volta_server }}"
     instances: "{{ volta_instances | default([]) }}"
-    driver_branch: "{{ nvidia_driver_branch | default('580') }}"
-    cuda_version: "{{ cuda_toolkit_version | default('12.8') }}"
+    driver_branch: "{{ nvidia_driver_branch }}"
+    cuda_version: "{{ cuda_toolkit_version }}"
     engine_versions:
       vllm:
-        version: "{{ engine_vllm_version | default('0.21.0') }}"
-        torch_version: "{{ engine_vllm_torch_version | default('2.11.0') }}"
-        torch_cuda: "{{ engine_vllm_torch_cuda | default('cu126') }}"
+        version: "{{ engine_vllm_version }}"
+        torch_version: "{{ engine_vllm_torch_version }}"
+        torch_cuda: "{{ engine_vllm_torch_cuda }}"
     api_key_instances: "{{ api_gateway_keys | default({}) | dict2items | selectattr('value') | map(attribute='key') }}"
   register: serving
 

@@ -25,7 +25,7 @@ import pytest
 import vllm_venv
 import yaml
 from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
-from ansible_collections.volta.serving.plugins.module_utils._plan import DEFAULT_ENGINES_ROOT, build_report
+from ansible_collections.volta.serving.plugins.module_utils._plan import build_report, default_settings
 from ansible_collections.volta.serving.plugins.module_utils._rules import VLLM_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ def inventory_argvs():
                 hostvars["volta_server"],
                 instances,
                 profiles=hostvars.get("preflight_engine_profiles"),
-                engines_root=hostvars.get("volta_engines_root", DEFAULT_ENGINES_ROOT),
+                engines_root=hostvars.get("volta_engines_root", default_settings()["engines_root"]),
                 generate_keys=True,
             )
             assert report["errors"] == 0, [f["message"] for f in report["findings"]]

@@ -1,0 +1,34 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_defaults: the pins and paths are read from the roles' defaults files, their one home."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+from ansible_collections.volta.serving.plugins.module_utils import _defaults, _plan
+
+ROLES = Path(__file__).resolve().parents[4] / "roles"
+
+
+def test_literals_follow_the_defaults_files():
+    engine = yaml.safe_load((ROLES / "engine" / "defaults" / "main.yml").read_text())
+    assert _defaults.engine_versions()["vllm"]["version"] == engine["engine_vllm_version"]
+    assert _defaults.engine_versions()["onecat"]["torch_cuda"] == engine["engine_onecat_torch_cuda"]
+    root = re.search(r"default\('([^']+)'\)", engine["engine_root"]).group(1)
+    assert _defaults.literal("engine", "engine_root") == root
+
+
+def test_expressions_keep_the_role_default():
+    assert _defaults.expression("engine", "engine_vllm_version") == (
+        f'engine_vllm_version | default("{_defaults.engine_versions()["vllm"]["version"]}")')
+    assert _defaults.expression("engine", "engine_root").startswith("engine_root | default((volta_engines_root")
+
+
+def test_the_plan_defaults_come_from_the_roles():
+    report = _plan.build_report("h", None, [])
+    assert report["plan"] is not None
+    assert _plan.default_settings()["engines_root"] == _defaults.literal("engine", "engine_root")
+    assert _plan.default_settings()["driver_branch"] == str(_defaults.literal("nvidia_driver", "nvidia_driver_branch"))
