@@ -42,6 +42,12 @@ options:
     type: list
     elements: str
     default: []
+  need:
+    description:
+      - The packages whose lack of a candidate refreshes the lists (before their repository is set up, a caller
+        leaves its packages out). Omitted, those of O(packages) and O(extra).
+    type: list
+    elements: str
   query:
     description: Packages only read; their lack of a candidate forces no refresh and is not RV(missing).
     type: list
@@ -171,6 +177,7 @@ def main():
             version=dict(type="str"),
             branch=dict(type="str", default=""),
             extra=dict(type="list", elements="str", default=[]),
+            need=dict(type="list", elements="str"),
             query=dict(type="list", elements="str", default=[]),
             hold_patterns=dict(type="list", elements="str", default=[]),
             hold_sources=dict(type="list", elements="str", default=[]),
@@ -182,16 +189,19 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    need = list(dict.fromkeys(p["packages"] + p["extra"]))
-    result = _apt_host.read_lists(module, list(dict.fromkeys(need + p["query"])), need,
+    wanted = list(dict.fromkeys(p["packages"] + p["extra"]))
+    need = wanted if p["need"] is None else p["need"]
+    result = _apt_host.read_lists(module, list(dict.fromkeys(wanted + need + p["query"])), need,
                                   sources_changed=p["sources_changed"], cache_valid_time=p["cache_valid_time"],
                                   lock_timeout=p["lock_timeout"], refresh=p["refresh"])
     holds = _holds(module, p["hold_patterns"], p["hold_sources"])
-    installed = {**_apt.installed_versions(result["packages"], need + p["query"]), **(holds or {}).get("installed", {})}
+    installed = {**_apt.installed_versions(result["packages"], wanted + p["query"]),
+                 **(holds or {}).get("installed", {})}
     target = None
     if p["version"] is not None and p["packages"]:
         target = _apt.pick_version(result["packages"].get(p["packages"][0]), p["version"], p["branch"])
         result["version"] = target
+    result["missing"] = [n for n in wanted if not (result["packages"].get(n) or {}).get("candidate")]
     result.update(
         changed=False, installed=installed, held=(holds or {}).get("held", []),
         changes=_apt.plan_changes(result["packages"], installed, p["packages"], p["extra"], target, holds),
