@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What volta.serving.cuda_toolkit reads of an installed toolkit, and what it finds wrong with it.
 
-Pure Python, no Ansible imports. The formats are those of the real tools: ``nvcc --version`` ends with
-"Cuda compilation tools, release 12.8, V12.8.93" (CUDA 12.8.1); ``update-alternatives --query cuda``
-prints "Value: /usr/local/cuda-12.8" among its fields (dpkg 1.21/1.22).
+Pure Python, no Ansible imports. The formats are those of the real tools: ``nvcc --version`` names the
+release on its "Cuda compilation tools, release 12.8, V12.8.<build>" line; ``update-alternatives --query
+cuda`` prints "Value: /usr/local/cuda-12.8" among its fields.
 """
 
 from __future__ import annotations
