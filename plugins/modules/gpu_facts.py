@@ -45,7 +45,7 @@ options:
   pci_vendor:
     description:
       - Count the PCI functions of this vendor (V(0x10de), NVIDIA) in C(/sys/bus/pci/devices), returned as
-        RV(pci_functions): a host with an NVIDIA PCI function but no driver answering has a GPU to drive.
+        RV(pci_functions). A host with an NVIDIA PCI function but no driver answering has a GPU to drive.
       - Omitted, nothing is counted.
     type: str
   secure_boot:

@@ -36,7 +36,8 @@ def test_gpu_source_without_either_is_none():
 
 
 def test_numeric_compute_capability_of_the_inventory_is_a_string():
-    gpus, _ = hr.gpu_source({}, {"gpu_model": "V100", "compute_capability": 7.0})
+    gpus, source = hr.gpu_source({}, {"gpu_model": "V100", "compute_capability": 7.0})
+    assert source == "volta_server"
     assert gpus[0]["compute_capability"] == "7.0"
 
 
