@@ -159,3 +159,11 @@ def test_plan_changes_installs_a_missing_package_at_the_target():
     found = _apt.plan_changes(policy, {"a": "1-1"}, ["a"], ["b"], target="2-1",
                               holds={"installed": {"a": "1-1"}, "held": ["a"]})
     assert found == {"install": ["a=2-1", "b"], "upgrade": ["a"], "release": ["a"], "hold": []}
+
+
+def test_need_limits_what_forces_a_refresh(host, capsys):
+    """Before its repository is set up, the driver's lack of a candidate must not refresh the lists."""
+    _rc, out = run(capsys, {"packages": ["nvidia-driver-cuda", "ninja-build"], "version": "", "need": []})
+    assert out["refreshed"] is False and out["reasons"] == []
+    assert out["missing"] == ["ninja-build"]
+    assert not (host / "refreshed").exists()
