@@ -53,9 +53,9 @@ options:
     type: bool
     default: false
   paths:
-    description: Paths to look at (a device node, a key file), returned in RV(paths).
+    description: Absolute paths to look at (a device node, a key file), returned in RV(paths) under the same names.
     type: list
-    elements: path
+    elements: str
     default: []
 attributes:
   check_mode:
@@ -333,7 +333,7 @@ def main():
             timeout=dict(type="int", default=30),
             pci_vendor=dict(type="str"),
             secure_boot=dict(type="bool", default=False),
-            paths=dict(type="list", elements="path", default=[]),
+            paths=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
