@@ -226,3 +226,30 @@ def _command(pid):
             return handle.read().strip()
     except OSError:
         return "unknown"
+
+
+def installed_versions(policy, names):
+    """{name: installed version} of those of *names* that apt's policy says are installed."""
+    return {n: (policy.get(n) or {}).get("installed") for n in names if (policy.get(n) or {}).get("installed")}
+
+
+def plan_changes(policy, installed, packages, extra=(), target=None, holds=None):
+    """What a run must change so that *packages* are at *target* and *extra* are installed.
+
+    policy: :func:`parse_policy`; installed: {name: version} of the installed packages that count
+    (those of *packages* and *extra*, and any others the caller looks at); target: the version
+    *packages* must have (:func:`pick_version`), None or "" plans none of them. holds: None, or
+    {installed: {name: version}, held: [names]} of the packages to keep held (the driver's).
+    Returns {install: apt specs (name=version, or name), upgrade: the names of *packages* installed at
+    another version, release: the holds to release before that, hold: the installed ones not held}.
+    A package of *extra* without a candidate is left out (the caller reports it as missing).
+    """
+    pending = [p for p in packages if installed.get(p) != target] if target else []
+    fresh = [e for e in extra if e not in installed and (policy.get(e) or {}).get("candidate")]
+    held = sorted(holds["held"]) if holds else []
+    return {
+        "install": [f"{p}={target}" for p in pending] + fresh,
+        "upgrade": [p for p in pending if p in installed],
+        "release": held if pending else [],
+        "hold": sorted(n for n in holds["installed"] if n not in held) if holds else [],
+    }

@@ -130,62 +130,8 @@ lock_waited:
   returned: always
 """
 
-import os
-import time
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.volta.serving.plugins.module_utils import _apt
-
-ENVIRON = {"LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive"}
-
-
-def _policy(module, names):
-    if not names:
-        return {}
-    apt_cache = module.get_bin_path("apt-cache", required=True)
-    rc, out, err = module.run_command([apt_cache, "policy", *names], environ_update=ENVIRON)
-    if rc != 0:
-        module.fail_json(msg=f"apt-cache policy failed (rc={rc}): {(err or out).strip()[-1000:]}. "
-                         "Fix: run apt-cache policy on the host and repair what it reports.")
-    return _apt.parse_policy(out)
-
-
-def _repositories(module):
-    apt_cache = module.get_bin_path("apt-cache", required=True)
-    rc, out, _err = module.run_command([apt_cache, "policy"], environ_update=ENVIRON)
-    return _apt.parse_package_files(out) if rc == 0 else []
-
-
-def _update(module, lock_timeout):
-    """apt-get update, retried while another apt holds a lock. Returns (seconds waited, holder)."""
-    apt_get = module.get_bin_path("apt-get", required=True)
-    argv = [apt_get, "-q", "-o", f"DPkg::Lock::Timeout={lock_timeout}", "update"]
-    start, holder = time.monotonic(), None
-    while True:
-        rc, out, err = module.run_command(argv, environ_update=ENVIRON)
-        if rc == 0:
-            break
-        waited = time.monotonic() - start
-        if not _apt.is_lock_error(err + out) or waited >= lock_timeout:
-            errors = [line for line in (err + out).splitlines() if line.startswith(("E:", "W:"))]
-            why = "another apt or dpkg held its lock for longer than lock_timeout" if _apt.is_lock_error(err + out) \
-                else "a repository of the apt sources could not be read"
-            module.fail_json(msg=f"apt-get update failed (rc={rc}): {' '.join(errors[-3:]) or err.strip()[-500:]}. "
-                             f"Why: {why}. Fix: run apt-get update on the host and repair what it reports.")
-        holder = _apt.lock_holder(_apt.LOCKS) or holder
-        time.sleep(2)
-    for line in (err + out).splitlines():
-        if line.startswith("W:"):
-            module.warn(f"apt-get update: {line[2:].strip()}")
-    _touch(_apt.STAMP)
-    return int(time.monotonic() - start), holder
-
-
-def _touch(path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a", encoding="utf-8"):
-        pass
-    os.utime(path)
+from ansible_collections.volta.serving.plugins.module_utils import _apt, _apt_host
 
 
 def main():
@@ -201,27 +147,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    packages = _policy(module, p["packages"])
-    reasons = _apt.refresh_reasons(
-        sources_changed=p["sources_changed"],
-        newest=_apt.newest_source(_apt.source_files(_apt.ETC_APT)),
-        lists_at=_apt.lists_time(_apt.LISTS_DIR, _apt.STAMP),
-        now=time.time(),
-        cache_valid_time=p["cache_valid_time"],
-        unknown=[n for n in p["packages"] if not (packages.get(n) or {}).get("candidate")],
-    )
-    refreshed, waited = False, 0
-    if reasons and not module.check_mode:
-        waited, holder = _update(module, p["lock_timeout"])
-        if holder:
-            module.warn(f"waited {waited} s for another apt/dpkg to finish (process {holder})")
-        refreshed = True
-        packages = _policy(module, p["packages"])
-    result = dict(
-        changed=False, refreshed=refreshed, reasons=reasons, packages=packages, lock_waited=waited,
-        missing=[n for n in p["packages"] if not (packages.get(n) or {}).get("candidate")],
-        repositories=_repositories(module),
-    )
+    result = dict(changed=False, **_apt_host.read_lists(
+        module, p["packages"], p["packages"], sources_changed=p["sources_changed"],
+        cache_valid_time=p["cache_valid_time"], lock_timeout=p["lock_timeout"]))
+    packages = result["packages"]
     if p["version"] is not None and p["packages"]:
         result["version"] = _apt.pick_version(packages.get(p["packages"][0]), p["version"], p["branch"])
     module.exit_json(**result)

@@ -42,6 +42,21 @@ options:
       - V(0) waits without a limit.
     type: int
     default: 30
+  pci_vendor:
+    description:
+      - Count the PCI functions of this vendor (V(0x10de), NVIDIA) in C(/sys/bus/pci/devices), returned as
+        RV(pci_functions). A host with an NVIDIA PCI function but no driver answering has a GPU to drive.
+      - Omitted, nothing is counted.
+    type: str
+  secure_boot:
+    description: Read the Secure Boot state with C(mokutil --sb-state), returned as RV(secure_boot).
+    type: bool
+    default: false
+  paths:
+    description: Absolute paths to look at (a device node, a key file), returned in RV(paths) under the same names.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -197,9 +212,28 @@ ansible_facts:
           type: str
           returned: always
           sample: "7.0"
+pci_functions:
+  description: The number of PCI functions of O(pci_vendor).
+  type: int
+  returned: when O(pci_vendor) is set
+  sample: 10
+secure_boot:
+  description:
+    - What C(mokutil --sb-state) printed (V(SecureBoot enabled), V(SecureBoot disabled), or that the system has no
+      EFI variables), or V(not checked (mokutil is not installed)).
+  type: str
+  returned: when O(secure_boot=true)
+  sample: SecureBoot disabled
+paths:
+  description: Per path of O(paths), C(exists) and C(ischr) (a character device).
+  type: dict
+  returned: always
+  sample: {/dev/nvidia-uvm: {exists: true, ischr: true}}
 """
 
+import glob
 import os
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import (
@@ -251,12 +285,55 @@ def _run(module, binary, args):
     return rc, "\n".join(part for part in (out, err) if part)
 
 
+def _pci_functions(vendor):
+    count = 0
+    for path in glob.glob("/sys/bus/pci/devices/*/vendor"):
+        try:
+            with open(path, encoding="ascii", errors="replace") as handle:
+                count += handle.read().strip() == vendor
+        except OSError:
+            continue
+    return count
+
+
+def _secure_boot(module):
+    mokutil = module.get_bin_path("mokutil", opt_dirs=["/usr/local/bin", "/usr/bin", "/usr/sbin", "/sbin"])
+    if mokutil is None:
+        return "not checked (mokutil is not installed)"
+    _rc, out, err = module.run_command([mokutil, "--sb-state"], check_rc=False)
+    return " ".join(line.strip() for line in (out + err).splitlines() if line.strip())
+
+
+def _paths(paths):
+    found = {}
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+            found[path] = {"exists": True, "ischr": stat.S_ISCHR(mode)}
+        except OSError:
+            found[path] = {"exists": False, "ischr": False}
+    return found
+
+
+def _host_reads(module):
+    """The optional reads beside the fact: PCI functions, Secure Boot, paths."""
+    p, reads = module.params, {"paths": _paths(module.params["paths"])}
+    if p["pci_vendor"]:
+        reads["pci_functions"] = _pci_functions(p["pci_vendor"])
+    if p["secure_boot"]:
+        reads["secure_boot"] = _secure_boot(module)
+    return reads
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             proc_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
             timeout=dict(type="int", default=30),
+            pci_vendor=dict(type="str"),
+            secure_boot=dict(type="bool", default=False),
+            paths=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -277,7 +354,7 @@ def main():
         facts = timeout_facts(exc.command, module.params["timeout"], proc_text)
     except GpuFactsError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, ansible_facts={"volta_gpu": facts})
+    module.exit_json(changed=False, ansible_facts={"volta_gpu": facts}, **_host_reads(module))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.volta.serving.plugins.module_utils import _apt
+from ansible_collections.volta.serving.plugins.module_utils import _apt, _apt_host
 from ansible_collections.volta.serving.plugins.modules import apt_lists
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "apt"
@@ -85,7 +85,7 @@ def apt(tmp_path, monkeypatch):
     monkeypatch.setattr(_apt, "LISTS_DIR", str(lists))
     monkeypatch.setattr(_apt, "STAMP", str(tmp_path / "periodic/update-success-stamp"))
     monkeypatch.setattr(_apt, "LOCKS", (str(tmp_path / "no-lock"),))
-    monkeypatch.setattr(apt_lists.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(_apt_host.time, "sleep", lambda _s: None)
     # Lists "refreshed" a minute after the sources were written: fresh, but empty.
     later = time.time() + 60
     os.utime(lists, (later, later))

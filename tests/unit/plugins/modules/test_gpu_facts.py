@@ -298,3 +298,35 @@ def test_negative_timeout_is_refused(capsys, tmp_path):
     rc, result = run_module(capsys, {"nvidia_smi": str(tmp_path / "x"), "timeout": -1})
     assert rc == 1
     assert result["msg"] == "timeout -1 is negative: give seconds, or 0 for no limit."
+
+
+def test_host_reads_secure_boot_pci_and_paths(capsys, tmp_path, monkeypatch):
+    """The reads beside the fact: mokutil's answer, NVIDIA PCI functions, a device node and a missing key."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    mokutil = bindir / "mokutil"
+    mokutil.write_text('#!/bin/sh\n[ "$1" = --sb-state ] && echo "SecureBoot enabled"\n')
+    mokutil.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir))
+    monkeypatch.setattr(gpu_facts.glob, "glob", lambda _p: [str(tmp_path / "vendor-nv"), str(tmp_path / "vendor-x")])
+    (tmp_path / "vendor-nv").write_text("0x10de\n")
+    (tmp_path / "vendor-x").write_text("0x8086\n")
+    rc, result = run_module(capsys, {"nvidia_smi": "/nonexistent/nvidia-smi", "pci_vendor": "0x10de",
+                                     "secure_boot": True, "paths": ["/dev/null", str(tmp_path / "no-key")],
+                                     "proc_version_path": str(tmp_path / "none")})
+    assert rc == 0
+    assert result["secure_boot"] == "SecureBoot enabled"
+    assert result["pci_functions"] == 1
+    assert result["paths"] == {"/dev/null": {"exists": True, "ischr": True},
+                               str(tmp_path / "no-key"): {"exists": False, "ischr": False}}
+
+
+def test_host_reads_without_mokutil_and_by_default(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    real = gpu_facts.AnsibleModule.get_bin_path
+    monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path",
+                        lambda self, name, **kw: None if name == "mokutil" else real(self, name, **kw))
+    _rc, result = run_module(capsys, {"nvidia_smi": "/nonexistent/nvidia-smi", "secure_boot": True,
+                                      "proc_version_path": str(tmp_path / "none")})
+    assert result["secure_boot"] == "not checked (mokutil is not installed)"
+    assert "pci_functions" not in result and result["paths"] == {}
