@@ -1,0 +1,271 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: files
+short_description: Directories and whole files of a role in one call, with diff and check mode
+description:
+  - Makes each of O(directories) a directory with the given owner, group and mode, then writes each of
+    O(files) with exactly the given content, owner, group and mode (or removes it with O(files[].state=absent)).
+  - A role's configuration becomes one task (one round trip to the host) instead of one per file; the
+    content is rendered on the controller, typically with C(lookup('ansible.builtin.template', ...)).
+  - Every new or changed file is checked with its O(files[].validate) command before any path is touched,
+    so a refused file leaves every directory and file as it was.
+  - Files are written to a temporary file beside the target and moved over it.
+  - A link or a directory where a file is wanted (or a file where a directory is wanted) fails the task,
+    naming the path; nothing is replaced.
+  - With C(--diff), each changed path gets its own diff entry; the content of a O(files[].secret) file is
+    never shown (set C(no_log) on the task as well, its content is an argument).
+author:
+  - volta.serving contributors (@volta-serving)
+options:
+  directories:
+    description: Directories to create or whose attributes to correct, in order (parents first).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path.
+        type: path
+        required: true
+      owner:
+        description: User name.
+        type: str
+        default: root
+      group:
+        description: Group name.
+        type: str
+        default: root
+      mode:
+        description: Octal mode as a string.
+        type: str
+        default: "0755"
+  files:
+    description: Files to write (or remove), after the directories.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path.
+        type: path
+        required: true
+      content:
+        description: The whole content. Required unless O(files[].state=absent).
+        type: str
+      owner:
+        description: User name.
+        type: str
+        default: root
+      group:
+        description: Group name.
+        type: str
+        default: root
+      mode:
+        description: Octal mode as a string.
+        type: str
+        default: "0644"
+      validate:
+        description:
+          - A command that checks the new content before it is written; C(%s) is the temporary file's path.
+          - Split on spaces and run without a shell. Not run in check mode.
+        type: str
+      secret:
+        description: Never show the content in a diff.
+        type: bool
+        default: false
+      state:
+        description: V(present) writes the file, V(absent) removes it.
+        type: str
+        choices: [present, absent]
+        default: present
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+    support: full
+    details: Reports what would change; validate commands are not run.
+  diff_mode:
+    description: Returns details on what has changed (or possibly needs changing in check mode).
+    support: full
+notes:
+  - The module writes plain files only; links (such as an engine's C(current)) are another task's business.
+"""
+
+EXAMPLES = r"""
+- name: Write the driver's configuration
+  volta.serving.files:
+    directories:
+      - path: /etc/volta
+    files:
+      - path: /etc/modprobe.d/blacklist-nouveau.conf
+        content: "{{ lookup('ansible.builtin.template', 'blacklist-nouveau.conf.j2') }}"
+      - path: /etc/nginx/conf.d/volta.conf
+        content: "{{ lookup('ansible.builtin.template', 'gateway.conf.j2') }}"
+        validate: nginx -t -q -c %s
+  register: __nvidia_driver_files
+
+- name: Rebuild the initramfs when the blacklist changed
+  ansible.builtin.command: update-initramfs -u
+  when: "'/etc/modprobe.d/blacklist-nouveau.conf' in __nvidia_driver_files.changed_paths"
+  changed_when: true
+"""
+
+RETURN = r"""
+changed_paths:
+  description: Every directory and file that changed (or would change, in check mode), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/modprobe.d/blacklist-nouveau.conf]
+paths:
+  description: For each path, what changed (V(created), V(content), V(removed), C(mode 0600 -> 0644), ...).
+  returned: always
+  type: dict
+  sample: {/etc/volta: [], /etc/modprobe.d/blacklist-nouveau.conf: [content]}
+"""
+
+import grp
+import os
+import pwd
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.volta.serving.plugins.module_utils import _files
+
+_COMMON = {"path": {"type": "path", "required": True}, "owner": {"type": "str", "default": "root"},
+           "group": {"type": "str", "default": "root"}}
+ARGUMENT_SPEC = {
+    "directories": {"type": "list", "elements": "dict", "default": [],
+                    "options": {**_COMMON, "mode": {"type": "str", "default": "0755"}}},
+    "files": {"type": "list", "elements": "dict", "default": [],
+              "options": {**_COMMON, "mode": {"type": "str", "default": "0644"},
+                          "content": {"type": "str"}, "validate": {"type": "str"},
+                          "secret": {"type": "bool", "default": False, "no_log": False},
+                          "state": {"type": "str", "choices": ["present", "absent"], "default": "present"}},
+              "required_if": [("state", "present", ["content"])]},
+}
+
+
+def _ids(module, want):
+    try:
+        return pwd.getpwnam(want["owner"]).pw_uid, grp.getgrnam(want["group"]).gr_gid
+    except KeyError:
+        module.fail_json(msg=f"{want['path']}: owner {want['owner']} or group {want['group']} does not exist on "
+                             "this host; create it first (or name an existing one)")
+
+
+def _lstat(path):
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _read(path, st):
+    if st is None or not os.path.isfile(path) or os.path.islink(path):
+        return None
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _plan(module):
+    """[(kind, want, changes, current, uid, gid)] for every path, directories first."""
+    out = []
+    for want in module.params["directories"]:
+        uid, gid = _ids(module, want)
+        try:
+            changes = _files.directory_changes(want, _lstat(want["path"]), uid, gid)
+        except ValueError as err:
+            module.fail_json(msg=f"{err}. Nothing was changed.")
+        out.append(("directory", want, changes, None, uid, gid))
+    for given in module.params["files"]:
+        uid, gid = _ids(module, given)
+        want = dict(given, content=(given["content"] or "").encode("utf-8"))
+        st = _lstat(want["path"])
+        current = _read(want["path"], st)
+        try:
+            changes = _files.file_changes(want, st, current, uid, gid)
+        except ValueError as err:
+            module.fail_json(msg=f"{err}. Nothing was changed.")
+        out.append(("file", want, changes, current, uid, gid))
+    return out
+
+
+def _validate(module, plan):
+    """Run every changed file's validate command on its new content; fail before any write."""
+    for kind, want, changes, _current, _uid, _gid in plan:
+        if kind != "file" or not want.get("validate") or not {"created", "content"} & set(changes):
+            continue
+        fd, tmp = tempfile.mkstemp(prefix="volta-validate-", dir=module.tmpdir)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(want["content"])
+        try:
+            argv = _files.validate_argv(want["validate"], tmp)
+        except ValueError as err:
+            module.fail_json(msg=f"{want['path']}: {err}")
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            module.fail_json(msg=f"{want['path']}: the new content fails `{want['validate']}` (rc {rc}): "
+                                 f"{(err or out).strip()[-1500:]}. Nothing was changed.")
+
+
+def _apply_file(module, want, uid, gid):
+    path = want["path"]
+    if want["state"] == "absent":
+        os.unlink(path)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=".volta-", dir=os.path.dirname(path))
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(want["content"])
+    os.chmod(tmp, _files._mode(want["mode"]))
+    os.chown(tmp, uid, gid)
+    module.atomic_move(tmp, path, unsafe_writes=False, keep_dest_attrs=False)
+    os.chmod(path, _files._mode(want["mode"]))
+    os.chown(path, uid, gid)
+
+
+def _apply(module, plan):
+    for kind, want, changes, _current, uid, gid in plan:
+        if not changes:
+            continue
+        if kind == "directory":
+            if "created" in changes:
+                os.mkdir(want["path"])
+            os.chmod(want["path"], _files._mode(want["mode"]))
+            os.chown(want["path"], uid, gid)
+        elif {"created", "content", "removed"} & set(changes):
+            _apply_file(module, want, uid, gid)
+        else:
+            os.chmod(want["path"], _files._mode(want["mode"]))
+            os.chown(want["path"], uid, gid)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    for want in module.params["directories"] + module.params["files"]:
+        try:
+            _files._mode(want["mode"])
+        except ValueError as err:
+            module.fail_json(msg=f"{want['path']}: {err}")
+    plan = _plan(module)
+    changed_paths = [want["path"] for _kind, want, changes, *_rest in plan if changes]
+    result = {"changed": bool(changed_paths), "changed_paths": changed_paths,
+              "paths": {want["path"]: changes for _kind, want, changes, *_rest in plan}}
+    if module._diff:
+        diffs = [_files.directory_diff(want, changes) if kind == "directory"
+                 else _files.file_diff(want, current, changes)
+                 for kind, want, changes, current, _uid, _gid in plan]
+        result["diff"] = [d for d in diffs if d]
+    if changed_paths and not module.check_mode:
+        _validate(module, plan)
+        _apply(module, plan)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

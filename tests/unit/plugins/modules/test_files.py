@@ -1,0 +1,125 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests for the volta.serving.files module: main() end to end on a temporary directory."""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+import stat
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.volta.serving.plugins.modules import files
+
+ME = pwd.getpwuid(os.getuid()).pw_name
+MY_GROUP = grp.getgrgid(os.getgid()).gr_name
+
+
+def run(capsys, args, tmp_path):
+    args = {"_ansible_tmpdir": str(tmp_path / "tmp"), "_ansible_remote_tmp": str(tmp_path / "tmp"), **args}
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        files.main()
+    return exc.value.code, json.loads(capsys.readouterr().out)
+
+
+def spec(tmp_path, **extra):
+    return {"directories": [{"path": str(tmp_path / "etc"), "owner": ME, "group": MY_GROUP, "mode": "0750"}],
+            "files": [{"path": str(tmp_path / "etc" / "a.conf"), "content": "a = 1\n", "owner": ME,
+                       "group": MY_GROUP, "mode": "0640", **extra}]}
+
+
+def test_creates_then_changes_nothing(capsys, tmp_path):
+    rc, out = run(capsys, spec(tmp_path), tmp_path)
+    assert rc == 0 and out["changed"] is True
+    assert out["changed_paths"] == [str(tmp_path / "etc"), str(tmp_path / "etc" / "a.conf")]
+    target = tmp_path / "etc" / "a.conf"
+    assert target.read_text() == "a = 1\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "etc").stat().st_mode) == 0o750
+    rc, again = run(capsys, spec(tmp_path), tmp_path)
+    assert (rc, again["changed"], again["changed_paths"]) == (0, False, [])
+    assert not [p for p in (tmp_path / "etc").iterdir() if p.name.startswith(".volta-")]
+
+
+def test_content_and_mode_drift_are_reported_with_a_diff(capsys, tmp_path):
+    run(capsys, spec(tmp_path), tmp_path)
+    target = tmp_path / "etc" / "a.conf"
+    target.write_text("a = 2\n")
+    target.chmod(0o600)
+    _rc, out = run(capsys, {**spec(tmp_path), "_ansible_diff": True}, tmp_path)
+    assert out["paths"][str(target)] == ["content", "mode 0600 -> 0640"]
+    assert out["diff"] == [{"before_header": str(target), "after_header": str(target),
+                            "before": "a = 2\n", "after": "a = 1\n"}]
+    assert target.read_text() == "a = 1\n"
+
+
+def test_check_mode_reports_and_changes_nothing(capsys, tmp_path):
+    _rc, out = run(capsys, {**spec(tmp_path), "_ansible_check_mode": True}, tmp_path)
+    assert out["changed"] is True and out["changed_paths"][0] == str(tmp_path / "etc")
+    assert not (tmp_path / "etc").exists()
+
+
+def test_secret_content_never_in_the_diff(capsys, tmp_path):
+    _rc, out = run(capsys, {**spec(tmp_path, secret=True), "_ansible_diff": True}, tmp_path)
+    texts = [d["after"] for d in out["diff"]] + [d["before"] for d in out["diff"]]
+    assert "a = 1" not in json.dumps(out["diff"])  # the invocation has it: such a task sets no_log
+    assert "(secret: content not shown)\n" in texts
+
+
+def test_failed_validation_changes_nothing(capsys, tmp_path):
+    (tmp_path / "etc").mkdir()
+    other = {"path": str(tmp_path / "etc" / "b.conf"), "content": "b\n", "owner": ME, "group": MY_GROUP}
+    args = spec(tmp_path, validate="grep -q never %s")
+    args["files"].insert(0, other)
+    rc, out = run(capsys, args, tmp_path)
+    assert rc == 1
+    assert out["msg"].startswith(f"{tmp_path / 'etc' / 'a.conf'}: the new content fails `grep -q never %s` (rc 1)")
+    assert out["msg"].endswith("Nothing was changed.")
+    assert sorted(p.name for p in (tmp_path / "etc").iterdir()) == []
+    assert stat.S_IMODE((tmp_path / "etc").stat().st_mode) != 0o750
+
+
+def test_passing_validation_writes(capsys, tmp_path):
+    rc, _out = run(capsys, spec(tmp_path, validate="grep -q a %s"), tmp_path)
+    assert rc == 0 and (tmp_path / "etc" / "a.conf").read_text() == "a = 1\n"
+
+
+def test_absent_removes_a_file_once(capsys, tmp_path):
+    run(capsys, spec(tmp_path), tmp_path)
+    gone = {"files": [{"path": str(tmp_path / "etc" / "a.conf"), "state": "absent"}]}
+    rc, out = run(capsys, gone, tmp_path)
+    assert out["paths"] == {str(tmp_path / "etc" / "a.conf"): ["removed"]}
+    assert not (tmp_path / "etc" / "a.conf").exists()
+    assert rc == 0
+    _rc, again = run(capsys, gone, tmp_path)
+    assert again["changed"] is False
+
+
+def test_a_link_where_a_file_is_wanted_is_refused(capsys, tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "real").write_text("x")
+    (tmp_path / "etc" / "a.conf").symlink_to(tmp_path / "real")
+    rc, out = run(capsys, spec(tmp_path), tmp_path)
+    assert rc == 1
+    link = tmp_path / "etc" / "a.conf"
+    assert out["msg"] == f"{link} is a link; this task writes plain files only. Nothing was changed."
+    assert (tmp_path / "real").read_text() == "x"
+
+
+def test_unknown_owner_is_named(capsys, tmp_path):
+    args = spec(tmp_path)
+    args["files"][0]["owner"] = "no-such-user-volta"
+    rc, out = run(capsys, args, tmp_path)
+    assert rc == 1 and out["msg"].startswith(f"{tmp_path / 'etc' / 'a.conf'}: owner no-such-user-volta or group")
+    assert not (tmp_path / "etc").exists()
+
+
+def test_bad_mode_is_named(capsys, tmp_path):
+    args = spec(tmp_path)
+    args["files"][0]["mode"] = "644x"
+    rc, out = run(capsys, args, tmp_path)
+    assert rc == 1 and out["msg"] == f"{tmp_path / 'etc' / 'a.conf'}: mode '644x' is not an octal mode such as '0644'"
