@@ -161,3 +161,23 @@ def render(fact):
 def probe(patterns):
     """{pattern: whether a path matches it} for shell-style globs (the tools and interpreters under the root)."""
     return {pattern: bool(glob.glob(pattern)) for pattern in patterns}
+
+
+def record_passed(record, kind, version, cuda_arch="", compute_capability=""):
+    """Whether an install's record says its smoke test passed for this version and GPU.
+
+    The marker is written only after the smoke test passed, so a record of *version* is a pass; for a
+    Python engine the record must also show torch's kernels for *cuda_arch* (when set) and a binary audit
+    that passed for *compute_capability* (when set). A record of an older role without them is no pass.
+    """
+    if not isinstance(record, dict) or str(record.get("version", "")) != str(version):
+        return False
+    if kind != "python":
+        return True
+    if cuda_arch and cuda_arch not in (record.get("arch_list") or []):
+        return False
+    if compute_capability:
+        audit = record.get("binary_audit") or {}
+        want = "sm_" + str(compute_capability).replace(".", "")
+        return audit.get("ok") is True and audit.get("sm") == want
+    return True

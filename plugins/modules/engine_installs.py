@@ -17,11 +17,11 @@ description:
   - With O(installing), plans the pruning of those flavours, keeping the install in service, the one being
     installed and the O(keep) newest others, and removing every unfinished directory; with O(state=present) it
     removes them.
-  - With O(facts_path), builds the C(volta_engines) local fact (per flavour with a finished install, the install
-    in service, its record's versions, patches and audits, the previous install, every finished install and
-    each one's binary audit summary) as it is once the pruning is done, and with O(state=present) writes it
-    there when its content differs. The fact is returned as C(ansible_facts.ansible_local.volta_engines) (the
-    action plugin keeps the other local facts), so no C(setup) run is needed to read it.
+  - Builds the C(volta_engines) local fact (per flavour with a finished install, the install in service, its
+    record's versions, patches and audits, the previous install, every finished install and each one's binary
+    audit summary) as it is once the pruning is done; with O(state=present) writes it to O(facts_path) when its
+    content differs. The fact is returned as C(ansible_facts.ansible_local.volta_engines) (the action plugin
+    keeps the other local facts), so no C(setup) run is needed to read it.
   - O(state=read) changes nothing and reports what O(state=present) would do (RV(prune), RV(facts_changed)).
 author:
   - volta.serving contributors (@volta-serving)
@@ -49,7 +49,7 @@ options:
     type: int
     default: 2
   facts_path:
-    description: The local facts file (C(/etc/ansible/facts.d/volta_engines.fact)); empty builds no fact.
+    description: The local facts file (C(/etc/ansible/facts.d/volta_engines.fact)) compared and written; none if unset.
     type: path
   state:
     description: V(read) changes nothing; V(present) prunes and writes the facts file.
@@ -70,7 +70,7 @@ attributes:
     description: The installs removed (one path a line) and the facts file before and after.
   facts:
     support: full
-    description: Returns C(ansible_local.volta_engines) under C(ansible_facts) when O(facts_path) is set.
+    description: Returns C(ansible_local.volta_engines) under C(ansible_facts).
 seealso:
   - module: volta.serving.pip_cuda_audit
 """
@@ -198,11 +198,10 @@ def run(module):
     diff = {"before": "".join(f"{path}\n" for path in doomed), "after": "",
             "before_header": "engine installs pruned", "after_header": "engine installs pruned"}
     diffs = [diff] if doomed else []
+    result["volta_engines"] = facts(p["root"], after)
     if p["facts_path"]:
-        fact = facts(p["root"], after)
-        text, old = render(fact), _read_text(p["facts_path"])
+        text, old = render(result["volta_engines"]), _read_text(p["facts_path"])
         result["facts_changed"] = text != old
-        result["volta_engines"] = fact
         if result["facts_changed"]:
             diffs.append({"before": old or "", "after": text, "before_header": p["facts_path"],
                           "after_header": p["facts_path"]})

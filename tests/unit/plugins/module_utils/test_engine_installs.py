@@ -14,6 +14,7 @@ from ansible_collections.volta.serving.plugins.module_utils._engine_installs imp
     facts,
     probe,
     prune_plan,
+    record_passed,
     render,
     scan,
     view,
@@ -122,3 +123,23 @@ def test_probe(root):
 def test_missing_root_is_empty(tmp_path):
     assert scan(str(tmp_path / "absent")) == {}
     assert facts(str(tmp_path / "absent"), {}) == {"root": str(tmp_path / "absent"), "engines": {}}
+
+
+PASSED = {"version": "0.21.0", "arch_list": ["sm_70", "sm_80"],
+          "binary_audit": {"ok": True, "sm": "sm_70", "summary": "12 extensions"}}
+
+
+@pytest.mark.parametrize(("record", "kind", "arch", "cc", "want"), [
+    (PASSED, "python", "sm_70", "7.0", True),
+    (PASSED, "python", "", "", True),
+    (PASSED | {"version": "0.20.0"}, "python", "sm_70", "7.0", False),  # another release in that directory
+    (PASSED, "python", "sm_75", "", False),  # torch has no kernels for that GPU
+    (PASSED, "python", "sm_70", "7.5", False),  # audited for another GPU
+    (PASSED | {"binary_audit": {"ok": False, "sm": "sm_70"}}, "python", "sm_70", "7.0", False),
+    (PASSED | {"binary_audit": {}}, "python", "sm_70", "7.0", False),  # recorded without an audit
+    ({}, "python", "", "", False),  # no record
+    ({"version": "b1234"}, "llamacpp", "sm_70", "7.0", True),
+])
+def test_record_passed(record, kind, arch, cc, want):
+    assert record_passed(record, kind, record.get("version", "0.21.0") if kind == "llamacpp" else "0.21.0",
+                         arch, cc) is want
