@@ -10,7 +10,7 @@ module: engine_installs
 short_description: Read the engine installs of a host, prune old ones and record them in local facts
 description:
   - Reads the engine root that M(volta.serving.engine) installs into (C(ROOT/FLAVOUR/INSTALL/) per install, the
-    C(ROOT/FLAVOUR/current) link to the one in service): per flavour, the finished installs (those holding the
+    C(ROOT/FLAVOUR/current) link to the one in service); per flavour, the finished installs (those holding the
     marker file, the install's JSON record) newest first by the marker's modification time, their records, the
     unfinished C(FLAVOUR-*) directories a failed run left, the install in service and the previous one (the
     newest other finished install, the rollback target).
