@@ -15,6 +15,7 @@ engine. Finished installs are ordered newest first by the marker's modification 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 
@@ -27,10 +28,12 @@ class InstallsError(Exception):
 
 
 def _read_record(path):
-    """The parsed JSON record at *path*; InstallsError naming the file when it is not a JSON object."""
+    """(the parsed JSON record at *path*, the file's sha256); InstallsError naming the file when it is not a
+    JSON object."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        record = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise InstallsError(
             f"the engine install record {path} cannot be read as JSON ({exc}). Why: it marks a finished "
@@ -39,7 +42,7 @@ def _read_record(path):
     if not isinstance(record, dict):
         raise InstallsError(f"the engine install record {path} is not a JSON object; remove "
                             f"{os.path.dirname(path)} (the next run rebuilds it)")
-    return record
+    return record, hashlib.sha256(raw).hexdigest()
 
 
 def _entries(directory):
@@ -60,9 +63,9 @@ def scan_flavour(root, flavour, marker=MARKER):
             continue
         record_path = os.path.join(path, marker)
         if os.path.isfile(record_path):
-            record = _read_record(record_path)
+            record, digest = _read_record(record_path)
             finished.append({"name": name, "path": path, "mtime": os.stat(record_path).st_mtime,
-                             "record": record})
+                             "record": record, "sha256": digest})
         elif name.startswith(flavour + "-"):
             unfinished.append(path)
     finished.sort(key=lambda item: (item["mtime"], item["name"]), reverse=True)
@@ -79,7 +82,8 @@ def scan(root, flavours=(), marker=MARKER):
 
 
 def view(state):
-    """What a role reads of one flavour: current, previous, finished names, their records, unfinished dirs."""
+    """What a role reads of one flavour: current, previous, finished names, their records and the records'
+    sha256 (what engine_service records an instance was started on: <install>@<sha256>), unfinished dirs."""
     names = [item["name"] for item in state["finished"]]
     others = [name for name in names if name != state["current"]]
     return {
@@ -88,6 +92,7 @@ def view(state):
         "previous": others[0] if others else None,
         "finished": names,
         "records": {item["name"]: item["record"] for item in state["finished"]},
+        "record_sha256": {item["name"]: item["sha256"] for item in state["finished"]},
         "unfinished": list(state["unfinished"]),
     }
 

@@ -118,6 +118,11 @@ engines:
     records:
       description: The record of each finished install, by name.
       type: dict
+    record_sha256:
+      description:
+        - The sha256 of each finished install's record file, by name (it changes when the engine role rewrites
+          the record of a repaired venv).
+      type: dict
     unfinished:
       description: Directories C(FLAVOUR-*) without a marker (a failed or interrupted run).
       type: list

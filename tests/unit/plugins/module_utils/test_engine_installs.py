@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -61,8 +62,10 @@ def test_scan_orders_finished_newest_first_and_reads_the_link(root):
     assert got["previous"] == V2  # the newest other finished install
     assert got["unfinished"] == [str(root / "vllm" / "vllm-0.22.0-torch2.11.0-cu126")]
     assert got["records"][V2]["cuda"] == "12.6"
+    marker = (root / "vllm" / V2 / MARKER).read_bytes()
+    assert got["record_sha256"][V2] == hashlib.sha256(marker).hexdigest()
     assert view(state["onecat"]) == {"dir": str(root / "onecat"), "current": None, "previous": None,
-                                     "finished": [], "records": {}, "unfinished": []}
+                                     "finished": [], "records": {}, "record_sha256": {}, "unfinished": []}
 
 
 def test_prune_keeps_service_installing_and_keep_newest(root):
