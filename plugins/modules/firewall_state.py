@@ -10,8 +10,8 @@ module: firewall_state
 short_description: Read what the firewall role needs to know about a host, in one call
 description:
   - Reads, without changing anything, whether another firewall manager of O(others) is active, which of
-    O(packages) are not installed, whether O(service) is enabled and active, the live rules (nftables: the
-    table O(table); ufw: C(ufw status verbose)), and whether those rules are policy drop (deny incoming) with
+    O(packages) are not installed, whether O(service) is enabled and active, the live rules (for nftables the
+    table O(table), for ufw C(ufw status verbose)), and whether those rules are policy drop (deny incoming) with
     SSH on O(ssh_port) first.
   - With O(ruleset), also compares the file the host loads at boot with the rendered ruleset and returns what
     would change, and its diff with C(--diff). The role writes that file only after a confirmed load.
@@ -108,7 +108,7 @@ service_active:
   type: bool
   returned: always
 live_present:
-  description: nftables, whether the table O(table) is loaded; ufw, whether ufw is active.
+  description: For nftables whether the table O(table) is loaded, for ufw whether ufw is active.
   type: bool
   returned: always
 live_text:
