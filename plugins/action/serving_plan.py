@@ -13,6 +13,7 @@ what the units run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -164,6 +165,19 @@ VAR_DEFAULTS = {
 SHAPE_VARS = {"volta_server": "server", "volta_instances": "instances", "api_gateway_keys": "api_key_instances"}
 
 
+# The host fact that carries the last plan built for the host, with the digest of its inputs: a later
+# layer's call with the same inputs (the same run, nothing changed in between) reuses that report.
+CACHE_FACT = "volta_serving_plan"
+# Arguments that change what the action does with the report, not the report itself.
+NOT_INPUTS = ("dump_dir", "report_warnings")
+
+
+def inputs_digest(args):
+    """sha256 of the arguments the report is built from (sorted JSON; anything else as its repr)."""
+    inputs = {k: v for k, v in args.items() if k not in NOT_INPUTS}
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
+
+
 def write_dump(dump_dir, host, plan):
     """Write *plan* to <dump_dir>/<host>.json on the controller; return the path."""
     os.makedirs(dump_dir, exist_ok=True)
@@ -228,16 +242,9 @@ class ActionModule(ActionBase):
         except ModelError as exc:
             raise AnsibleActionFail(f"serving_plan: {exc}") from exc
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        del tmp  # never used: nothing is copied to the host
-
-        args = self._resolve_args(task_vars)
-        host = args.get("host") or "localhost"
-        gpu_facts = args.get("gpu_facts")
-
-        report = build_report(
+    def _build(self, host, args):
+        """The report of the V100 rules and the plan (_plan.build_report) from the resolved arguments."""
+        return build_report(
             host,
             args.get("server"),
             self._instances(args),
@@ -255,7 +262,7 @@ class ActionModule(ActionBase):
             reserved_ports=args["reserved_ports"],
             build_packages=args.get("build_packages"),
             ram_need_gb=args["ram_need_gb"],
-            gpu_facts=gpu_facts,
+            gpu_facts=args.get("gpu_facts"),
             model_facts=args.get("model_facts"),
             platform={"host": args.get("host_platform"), "engine_pythons": args.get("engine_pythons"),
                       "uv_python": args.get("python_uv_version"), "onecat_wheel": args.get("onecat_wheel")},
@@ -264,6 +271,22 @@ class ActionModule(ActionBase):
             lab=bool(args.get("lab")),
             units=args.get("units"),
         )
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        del tmp  # never used: nothing is copied to the host
+
+        args = self._resolve_args(task_vars)
+        host = args.get("host") or "localhost"
+
+        digest = inputs_digest(args)
+        cached = task_vars.get("ansible_facts", {}).get(CACHE_FACT) or {}
+        if cached.get("inputs") == digest:
+            report, result["reused"] = cached["report"], True
+        else:
+            report, result["reused"] = self._build(host, args), False
+            result["ansible_facts"] = {CACHE_FACT: {"inputs": digest, "report": report}}
 
         result.update(
             changed=False,

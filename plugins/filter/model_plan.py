@@ -29,6 +29,11 @@ def model_preflight_reads(instances, models, root=None, endpoint=None):
     return _model_hub.preflight_reads(instances, models, root, endpoint)
 
 
+def model_token_files(plan, models, root):
+    """The token files of the planned models as entries of volta.serving.files (see _model.token_files)."""
+    return _model.token_files(plan, models, root)
+
+
 def model_switch_back(instances, name, model):
     """The plan's instances with instance *name* on *model* (see _model.on_model)."""
     return _model.on_model(instances, name, model)
@@ -37,4 +42,4 @@ def model_switch_back(instances, name, model):
 class FilterModule:
     def filters(self):
         return {"model_plan": model_plan, "model_paths": model_paths, "model_preflight_reads": model_preflight_reads,
-                "model_switch_back": model_switch_back}
+                "model_switch_back": model_switch_back, "model_token_files": model_token_files}

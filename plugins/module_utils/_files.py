@@ -29,9 +29,10 @@ def attribute_changes(want, st, uid, gid):
     mode = _mode(want["mode"])
     if stat.S_IMODE(st.st_mode) != mode:
         out.append(f"mode {stat.S_IMODE(st.st_mode):04o} -> {mode:04o}")
-    if st.st_uid != uid:
+    # uid/gid None: an owner or group that does not exist yet (check mode, an earlier task creates it).
+    if uid is None or st.st_uid != uid:
         out.append(f"owner {st.st_uid} -> {want['owner']}")
-    if st.st_gid != gid:
+    if gid is None or st.st_gid != gid:
         out.append(f"group {st.st_gid} -> {want['group']}")
     return out
 

@@ -344,6 +344,21 @@ def model_plan(instances, models, root, names=None, allow_branch=False):
     return out
 
 
+def token_files(plan, models, root):
+    """The token file of each planned model, as entries of volta.serving.files: the token (0600, secret) of a
+    model that has one, removed for one that has none. The role writes the two kinds in separate tasks,
+    the first with no_log."""
+    out = []
+    for entry in plan:
+        path = f"{root.rstrip('/')}/.tokens/{entry['name']}"
+        if entry["token"]:
+            out.append({"path": path, "content": str(models[entry["name"]]["hf"]["token"]), "mode": "0600",
+                        "secret": True})
+        else:
+            out.append({"path": path, "state": "absent"})
+    return out
+
+
 # ---------------------------------------------------------------- switching back
 def on_model(instances, name, model):
     """The plan's *instances* with instance *name* serving *model* instead (model and its argv element).

@@ -11,8 +11,8 @@ short_description: Directories and whole files of a role in one call, with diff 
 description:
   - Makes each of O(directories) a directory with the given owner, group and mode, then writes each of
     O(files) with exactly the given content, owner, group and mode (or removes it with O(files[].state=absent)).
-  - A role's configuration becomes one task (one round trip to the host) instead of one per file; the
-    content is rendered on the controller, typically with C(lookup('ansible.builtin.template', ...)).
+  - A role's configuration becomes one task (one round trip to the host) instead of one per file; templates
+    (O(files[].template)) are rendered on the controller, each with its own O(files[].template_vars).
   - Every new or changed file is checked with its O(files[].validate) command before any path is touched,
     so a refused file leaves every directory and file as it was.
   - Files are written to a temporary file beside the target and moved over it.
@@ -56,8 +56,17 @@ options:
         type: path
         required: true
       content:
-        description: The whole content. Required unless O(files[].state=absent).
+        description: The whole content. Required unless O(files[].state=absent) or O(files[].template) is given.
         type: str
+      template:
+        description:
+          - A template of the role (its C(templates/) directory, as for M(ansible.builtin.template)), rendered on the
+            controller with the task's variables and O(files[].template_vars) into O(files[].content).
+        type: str
+      template_vars:
+        description: Variables added for this file's template only (for example the instance a unit file is for).
+        type: dict
+        default: {}
       owner:
         description: User name.
         type: str
@@ -103,7 +112,10 @@ EXAMPLES = r"""
       - path: /etc/volta
     files:
       - path: /etc/modprobe.d/blacklist-nouveau.conf
-        content: "{{ lookup('ansible.builtin.template', 'blacklist-nouveau.conf.j2') }}"
+        template: blacklist-nouveau.conf.j2
+      - path: /etc/systemd/system/volta-a.service
+        template: engine.service.j2
+        template_vars: {instance: a}
       - path: /etc/nginx/conf.d/volta.conf
         content: "{{ lookup('ansible.builtin.template', 'gateway.conf.j2') }}"
         validate: nginx -t -q -c %s
@@ -145,6 +157,8 @@ ARGUMENT_SPEC = {
     "files": {"type": "list", "elements": "dict", "default": [],
               "options": {**_COMMON, "mode": {"type": "str", "default": "0644"},
                           "content": {"type": "str"}, "validate": {"type": "str"},
+                          # Rendered into content by the action plugin (plugins/action/files.py).
+                          "template": {"type": "str"}, "template_vars": {"type": "dict", "default": {}},
                           "secret": {"type": "bool", "default": False, "no_log": False},
                           "state": {"type": "str", "choices": ["present", "absent"], "default": "present"}},
               "required_if": [("state", "present", ["content"])]},
@@ -152,11 +166,19 @@ ARGUMENT_SPEC = {
 
 
 def _ids(module, want):
-    try:
-        return pwd.getpwnam(want["owner"]).pw_uid, grp.getgrnam(want["group"]).gr_gid
-    except KeyError:
-        module.fail_json(msg=f"{want['path']}: owner {want['owner']} or group {want['group']} does not exist on "
-                             "this host; create it first (or name an existing one)")
+    """(uid, gid) of the path's owner and group. In check mode one that does not exist yet (an earlier task
+    would create it) is None: the path is reported as changing; a real run fails, naming it."""
+    ids = []
+    for kind, name, read in (("owner", want["owner"], lambda n: pwd.getpwnam(n).pw_uid),
+                             ("group", want["group"], lambda n: grp.getgrnam(n).gr_gid)):
+        try:
+            ids.append(read(name))
+        except KeyError:
+            if not module.check_mode:
+                module.fail_json(msg=f"{want['path']}: {kind} {name} does not exist on this host; create it first "
+                                     "(or name an existing one). Nothing was changed.")
+            ids.append(None)
+    return tuple(ids)
 
 
 def _lstat(path):
@@ -235,7 +257,7 @@ def _apply(module, plan):
             continue
         if kind == "directory":
             if "created" in changes:
-                os.mkdir(want["path"])
+                os.makedirs(want["path"])  # missing parents as ansible.builtin.file makes them
             os.chmod(want["path"], _files._mode(want["mode"]))
             os.chown(want["path"], uid, gid)
         elif {"created", "content", "removed"} & set(changes):

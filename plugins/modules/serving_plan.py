@@ -27,6 +27,9 @@ description:
     C(volta_engines_root), C(volta_secrets_dir), C(ansible_facts['volta_gpu']), C(engine_python),
     C(engine_onecat_python), C(engine_python_uv_version), C(engine_onecat_wheel_url)); the defaults below apply when
     those are unset too. So roles call it without options and build the same plan as preflight.
+  - Built once per host per run. The report is kept in the host fact C(volta_serving_plan) with the sha256 of
+    the resolved options, and a later call whose options resolve to the same values (the next layer of the
+    same run, nothing changed in between) reuses it (RV(reused)). A layer run on its own builds it.
   - Fails, listing every error of the host, when any rule reports an error. Warnings, and findings
     allowed on purpose with their reasons, are printed as warnings.
   - The API key is never part of the plan's argv or environment. vLLM and 1Cat-vLLM read
@@ -266,6 +269,20 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reused:
+  description: Whether the report was the one kept in C(volta_serving_plan) (built earlier from the same inputs).
+  returned: always
+  type: bool
+  sample: true
+ansible_facts:
+  description: Set when the report was built (not reused).
+  returned: when built
+  type: dict
+  contains:
+    volta_serving_plan:
+      description: The sha256 of the inputs (C(inputs)) and the whole report (C(report)).
+      type: dict
+      returned: when built
 plan:
   description: The serving plan of the host.
   returned: always

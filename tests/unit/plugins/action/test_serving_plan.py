@@ -527,3 +527,26 @@ def test_action_run_serves_the_directory_of_the_model_source():
     task_vars["volta_instances"] = [dict(inst, model_source="nope")]
     with pytest.raises(Exception, match="model_source 'nope' is not in volta_models"):
         make_action({}).run(task_vars=task_vars)
+
+
+def test_a_later_layer_reuses_the_plan_only_with_the_same_inputs(monkeypatch):
+    from ansible_collections.volta.serving.plugins.action import serving_plan
+
+    args = {"server": SXM2, "instances": [COMMAND_R], "api_key_instances": ["command-r"]}
+    first = make_action(args).run(task_vars={"inventory_hostname": "server-a"})
+    assert first["reused"] is False
+    fact = first["ansible_facts"]["volta_serving_plan"]
+    built = []
+    monkeypatch.setattr(serving_plan, "build_report", lambda *a, **k: built.append(a) or {})
+    cached = {"inventory_hostname": "server-a", "ansible_facts": {"volta_serving_plan": fact}}
+    again = make_action(args).run(task_vars=cached)
+    assert (again["reused"], built, "ansible_facts" in again) == (True, [], False)
+    assert again["plan"] == first["plan"] and again["msg"] == first["msg"]
+    # Another input (a GPU read after the driver came up, another port): built again, not reused.
+    moved = dict(COMMAND_R, port=8002)
+    monkeypatch.undo()
+    other = make_action(dict(args, instances=[moved])).run(task_vars=cached)
+    assert other["reused"] is False
+    assert "8002" in json.dumps(other["plan"]["instances"][0])
+    assert "8002" not in json.dumps(first["plan"]["instances"][0])
+    assert other["ansible_facts"]["volta_serving_plan"]["inputs"] != fact["inputs"]

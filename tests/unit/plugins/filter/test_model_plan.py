@@ -12,6 +12,7 @@ from ansible_collections.volta.serving.plugins.filter.model_plan import (
     model_plan,
     model_preflight_reads,
     model_switch_back,
+    model_token_files,
 )
 
 C1 = "0123456789abcdef0123456789abcdef01234567"
@@ -21,7 +22,8 @@ MODELS = {"tiny": {"hf": {"repo": "volta-lab/tiny-llama", "revision": C1, "token
 def test_the_filters_are_registered():
     assert FilterModule().filters() == {"model_plan": model_plan, "model_paths": model_paths,
                                         "model_preflight_reads": model_preflight_reads,
-                                        "model_switch_back": model_switch_back}
+                                        "model_switch_back": model_switch_back,
+                                        "model_token_files": model_token_files}
 
 
 def test_preflight_reads_never_fails_on_a_bad_inventory():
@@ -61,3 +63,11 @@ def test_switch_back_changes_only_the_model_of_one_instance():
     llama = {"name": "g", "model": "/m@1/a.gguf", "argv": ["llama-server", "-m", "/m@1/a.gguf", "--alias", "g"]}
     back = model_switch_back([llama], "g", "/m@0/a.gguf")[0]["argv"]
     assert back == ["llama-server", "-m", "/m@0/a.gguf", "--alias", "g"]
+
+
+def test_token_files_write_a_set_token_and_remove_an_unset_one():
+    models = dict(MODELS, open={"hf": {"repo": "volta-lab/open", "revision": C1}})
+    plan = model_plan([], models, "/srv/m", names=["tiny", "open"])
+    assert model_token_files(plan, models, "/srv/m/") == [
+        {"path": "/srv/m/.tokens/tiny", "content": "hf_x", "mode": "0600", "secret": True},
+        {"path": "/srv/m/.tokens/open", "state": "absent"}]

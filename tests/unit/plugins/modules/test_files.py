@@ -114,8 +114,12 @@ def test_unknown_owner_is_named(capsys, tmp_path):
     args = spec(tmp_path)
     args["files"][0]["owner"] = "no-such-user-volta"
     rc, out = run(capsys, args, tmp_path)
-    assert rc == 1 and out["msg"].startswith(f"{tmp_path / 'etc' / 'a.conf'}: owner no-such-user-volta or group")
+    assert rc == 1 and out["msg"] == (f"{tmp_path / 'etc' / 'a.conf'}: owner no-such-user-volta does not exist on "
+                                      "this host; create it first (or name an existing one). Nothing was changed.")
     assert not (tmp_path / "etc").exists()
+    # In check mode an earlier task would create it: reported as a change, not a failure.
+    rc, out = run(capsys, {**args, "_ansible_check_mode": True}, tmp_path)
+    assert rc == 0 and out["changed_paths"] == [str(tmp_path / "etc"), str(tmp_path / "etc" / "a.conf")]
 
 
 def test_bad_mode_is_named(capsys, tmp_path):
