@@ -11,6 +11,7 @@ so that no setup run is needed to read the file just written.
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
+from ansible_collections.volta.serving.plugins.module_utils._defaults import literal as literal_default
 
 
 class ActionModule(ActionBase):
@@ -20,8 +21,12 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        if not args.get("root"):
+            # The engine role's default root (roles/engine/defaults/main.yml, the one home of the path).
+            args["root"] = literal_default("engine", "engine_root")
         result.update(self._execute_module(module_name="volta.serving.engine_installs",
-                                           module_args=self._task.args, task_vars=task_vars))
+                                           module_args=args, task_vars=task_vars))
         fact = result.pop("volta_engines", None)
         if fact is not None and not result.get("failed"):
             local = dict((task_vars.get("ansible_facts") or {}).get("ansible_local") or {})

@@ -27,9 +27,10 @@ author:
   - volta.serving contributors (@volta-serving)
 options:
   root:
-    description: The engine root (C(engine_root) of M(volta.serving.engine)).
+    description:
+      - The engine root (C(engine_root) of M(volta.serving.engine)).
+      - Left out, the engine role's default path (its C(defaults/main.yml)), filled in on the controller.
     type: path
-    default: /opt/volta/engines
   marker:
     description: The file that marks a finished install and holds its record.
     type: str
@@ -159,7 +160,6 @@ from ansible_collections.volta.serving.plugins.module_utils._engine_installs imp
     view,
     without,
 )
-from ansible_collections.volta.serving.plugins.module_utils._plan import DEFAULT_ENGINES_ROOT
 
 
 def _read_text(path):
@@ -195,6 +195,8 @@ def _remove(module, paths):
 def run(module):
     p = module.params
     present = p["state"] == "present"
+    if not p["root"]:
+        module.fail_json(msg="root: the engine root is not set (the action plugin sets the engine role's default)")
     states = scan(p["root"], p["flavours"], p["marker"])
     doomed = prune_plan(states, p["installing"], p["keep"])
     after = without(states, doomed)
@@ -224,7 +226,7 @@ def run(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            root=dict(type="path", default=DEFAULT_ENGINES_ROOT),
+            root=dict(type="path"),
             marker=dict(type="str", default=MARKER),
             flavours=dict(type="list", elements="str", default=[]),
             installing=dict(type="dict", default={}),
