@@ -9,24 +9,24 @@ from ansible_collections.volta.serving.plugins.module_utils import _firewall_sta
 
 # The shape of `nft list table inet volta_firewall` for the role's template (nft 1.0.6, Debian 12).
 TABLE = """table inet volta_firewall {
-	set ssh_v4 {
-		type ipv4_addr
-		flags interval
-		auto-merge
-		elements = { 172.18.0.3 }
-	}
+\tset ssh_v4 {
+\t\ttype ipv4_addr
+\t\tflags interval
+\t\tauto-merge
+\t\telements = { 172.18.0.3 }
+\t}
 
-	chain input {
-		type filter hook input priority filter; policy drop;
-		tcp dport 22 ip saddr @ssh_v4 accept comment "volta: ssh"
-		iifname "lo" accept comment "volta: loopback"
-		ct state established,related accept comment "volta: replies"
-	}
+\tchain input {
+\t\ttype filter hook input priority filter; policy drop;
+\t\ttcp dport 22 ip saddr @ssh_v4 accept comment "volta: ssh"
+\t\tiifname "lo" accept comment "volta: loopback"
+\t\tct state established,related accept comment "volta: replies"
+\t}
 
-	chain forward {
-		type filter hook forward priority filter; policy drop;
-		ct state established,related accept comment "volta: replies"
-	}
+\tchain forward {
+\t\ttype filter hook forward priority filter; policy drop;
+\t\tct state established,related accept comment "volta: replies"
+\t}
 }
 """
 
