@@ -20,6 +20,18 @@ INSTANCE_FIELDS = "name, engine, model, gpus, port"
 SERVER_FIELDS = "gpu_model, gpu_count, compute_capability, nvlink_islands, ram_gb"
 
 
+def jinja_int(value):
+    """An integer as Jinja's ``int`` filter reads it: ``"7"`` and ``"7.9"`` give 7, anything else 0."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0
+
+
 def describe(value, secret=False):
     """What *value* is, in words: ``the string 'chat'``, ``a list of 2 items``, ``the number -1``."""
     if value is None:

@@ -1,0 +1,102 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests for _firewall_settings: the firewall role's settings refusals and their messages."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from ansible.template import Templar, trust_as_template
+from ansible_collections.volta.serving.plugins.filter import firewall_settings_problems as plugin
+from ansible_collections.volta.serving.plugins.module_utils import _firewall_settings as fs
+
+GOOD = {
+    "firewall_backend": "nftables",
+    "firewall_ssh_cidrs": ["192.0.2.0/24"],
+    "firewall_api_cidrs": ["10.0.0.0/8", "2001:db8::/32"],
+    "firewall_metrics_cidrs": [],
+    "firewall_ssh_port": "22",
+    "firewall_extra_tcp_ports": [8443],
+    "firewall_metrics_tcp_ports": [],
+    "firewall_connect_timeout": 20,
+    "firewall_rollback_timeout": 120,
+}
+
+
+def problems(**changes):
+    return fs.settings_problems({**GOOD, **changes}, "gpu1")
+
+
+def test_good_settings_pass():
+    assert problems() == []
+
+
+def test_unknown_backend_names_the_value_and_the_fix():
+    assert problems(firewall_backend="iptables") == [
+        "gpu1: firewall_backend iptables is not supported. Why: the role writes rules for nftables or ufw only. "
+        "Fix: set firewall_backend to nftables (the default) or ufw. Nothing was changed."]
+
+
+@pytest.mark.parametrize("empty", [[], None])
+def test_no_ssh_network_is_refused_with_the_port(empty):
+    (msg,) = problems(firewall_ssh_cidrs=empty, firewall_ssh_port=2222)
+    assert msg.startswith("gpu1: firewall_ssh_cidrs is empty. Why: ")
+    assert "reach SSH (port 2222)" in msg
+    assert "host_vars/gpu1.yml" in msg
+    assert msg.endswith('write it out: ["0.0.0.0/0", "::/0"]. Nothing was changed.')
+
+
+def test_every_invalid_network_is_listed_with_its_variable():
+    (msg,) = problems(firewall_ssh_cidrs=["10.0.0.5/8"], firewall_metrics_cidrs=["nonsense"])
+    assert msg.startswith("gpu1: invalid networks: firewall_ssh_cidrs '10.0.0.5/8': ")
+    assert " firewall_metrics_cidrs 'nonsense': " in msg
+    assert msg.endswith(" Why: a rule for a network that is not the one meant opens or closes the wrong hosts. "
+                        "Nothing was changed.")
+
+
+@pytest.mark.parametrize("port", [0, 65536, "ssh", True, 22.0, "-1", None])
+def test_a_port_that_is_no_tcp_port_is_refused(port):
+    (msg,) = problems(firewall_extra_tcp_ports=[8443, port])
+    assert msg.startswith(f"gpu1: firewall_extra_tcp_ports: {port} is not a TCP port. Why: ")
+
+
+def test_every_bad_port_is_listed_in_variable_order():
+    (msg,) = problems(firewall_ssh_port="0", firewall_metrics_tcp_ports=[70000])
+    assert msg.startswith("gpu1: firewall_ssh_port: 0 is not a TCP port; "
+                          "firewall_metrics_tcp_ports: 70000 is not a TCP port. Why: ")
+
+
+@pytest.mark.parametrize(("connect", "rollback", "refused"), [
+    (20, 50, False), (20, 49, True), (0, 120, True), ("20", "50", False), ("x", 120, True),
+])
+def test_the_rollback_waits_for_the_connection_check(connect, rollback, refused):
+    found = problems(firewall_connect_timeout=connect, firewall_rollback_timeout=rollback)
+    assert bool(found) is refused
+    if refused:
+        assert found[0].startswith(f"gpu1: firewall_rollback_timeout ({rollback}) must be at least "
+                                   f"firewall_connect_timeout ({connect}) + 30 seconds")
+
+
+def test_checks_run_in_the_role_order():
+    found = problems(firewall_backend="pf", firewall_ssh_cidrs=[], firewall_rollback_timeout=1)
+    assert [m.split(": ", 1)[1].split(" ", 1)[0] for m in found] == [
+        "firewall_backend", "firewall_ssh_cidrs", "firewall_rollback_timeout"]
+
+
+def test_filter_through_jinja():
+    assert plugin.FilterModule().filters() == {"firewall_settings_problems": plugin.firewall_settings_problems}
+    assert yaml.safe_load(plugin.DOCUMENTATION)["name"] == "firewall_settings_problems"
+    templar = Templar(loader=None, variables={"s": {**GOOD, "firewall_ssh_port": 0}})
+    templar.environment.filters["firewall_settings_problems"] = plugin.firewall_settings_problems
+    found = templar.template(trust_as_template("{{ s | firewall_settings_problems(host='a') }}"))
+    assert found == [fs.ports_problem("a", {**GOOD, "firewall_ssh_port": 0})]
+    assert found[0].startswith("a: firewall_ssh_port: 0 is not a TCP port")
+
+
+def test_the_role_passes_every_setting_the_checks_read():
+    from pathlib import Path
+
+    task = yaml.safe_load((Path(__file__).parents[4] / "roles/firewall/tasks/preflight.yml").read_text())[0]
+    expression = task["vars"]["__firewall_settings_problems"]
+    for name in GOOD:
+        assert f"'{name}': {name}" in expression, name
