@@ -58,12 +58,14 @@ def file_changes(want, st, current, uid, gid):
     """What writing want (content, mode, owner, group; state present/absent) changes.
 
     st is the path's lstat (None: absent) and current its bytes (None when absent). A link or a
-    directory at the path is refused (ValueError): the module writes plain files only.
+    directory at the path is refused (ValueError): the module writes plain files only. Removing
+    (state absent) takes a file or a link (the link itself, never what it points at), not a directory.
     """
-    if st is not None and not stat.S_ISREG(st.st_mode):
+    absent = want.get("state", "present") == "absent"
+    if st is not None and not stat.S_ISREG(st.st_mode) and not (absent and stat.S_ISLNK(st.st_mode)):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a link" if stat.S_ISLNK(st.st_mode) else "not a file"
         raise ValueError(f"{want['path']} is {kind}; this task writes plain files only")
-    if want.get("state", "present") == "absent":
+    if absent:
         return ["removed"] if st is not None else []
     if st is None:
         return ["created"]

@@ -89,7 +89,7 @@ options:
         type: bool
         default: false
       state:
-        description: V(present) writes the file, V(absent) removes it.
+        description: V(present) writes the file, V(absent) removes it (a link is removed itself, not what it points at).
         type: str
         choices: [present, absent]
         default: present
