@@ -35,7 +35,7 @@ def test_absent_file():
     assert _files.file_changes(gone, st(stat.S_IFREG | 0o600), b"x", 0, 4) == ["removed"]
     # A link is removed itself (Debian's nginx default site); a directory is still refused.
     assert _files.file_changes(gone, st(stat.S_IFLNK | 0o777), None, 0, 4) == ["removed"]
-    with pytest.raises(ValueError, match="^/etc/x.conf is a directory; this task writes plain files only$"):
+    with pytest.raises(ValueError, match=r"^/etc/x\.conf is a directory; this task writes plain files only$"):
         _files.file_changes(gone, st(stat.S_IFDIR | 0o755), None, 0, 4)
 
 
