@@ -28,6 +28,12 @@ PLAYBOOK = """
   connection: local
   gather_facts: false
   tasks:
+    # What preflight.yml would have chosen (a role var); a fact outranks it.
+    - name: Set the interpreter of the case
+      ansible.builtin.set_fact:
+        __engine_pythons: "{{ pythons }}"
+      when: pythons is defined
+
     - name: Include pins.yml of volta.serving.engine
       ansible.builtin.include_role:
         name: volta.serving.engine
@@ -88,8 +94,8 @@ def ran(tmp_path_factory):
                                "engine_vllm_torch_extras": ["torchvision", "torchaudio"]},
         "onecat-match": {**onecat_vars, "engine_onecat_torch_version": "2.10.0"},
         # What preflight.yml chose (the engine_python_choice filter) before the metadata was read.
-        "python-excluded": {**newer, "__engine_pythons": {"vllm": {"request": "python3.11", "version": "3.11"}}},
-        "python-within": {**newer, "__engine_pythons": {"vllm": {"request": "cpython-3.12.16", "version": "3.12.16"}}},
+        "python-excluded": {**newer, "pythons": {"vllm": {"request": "python3.11", "version": "3.11"}}},
+        "python-within": {**newer, "pythons": {"vllm": {"request": "cpython-3.12.16", "version": "3.12.16"}}},
         "onecat-mismatch": {**onecat_vars, "engine_onecat_torch_version": "2.11.0"},
     }
     for name, hostvars in hosts.items():

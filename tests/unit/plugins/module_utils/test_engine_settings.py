@@ -96,7 +96,7 @@ def test_filter_through_jinja():
 
 def test_the_role_passes_every_setting_the_checks_read():
     tasks = yaml.safe_load((Path(__file__).parents[4] / "roles/engine/tasks/preflight.yml").read_text())
-    (task,) = [t for t in tasks if "__engine_settings_problems" in t.get("vars", {})]
-    expression = task["vars"]["__engine_settings_problems"]
+    (task,) = [t for t in tasks if "__engine_t_settings" in t.get("vars", {})]
+    expression = task["vars"]["__engine_t_settings"]
     for name in GOOD:
         assert f"'{name}': {name}" in expression, name
