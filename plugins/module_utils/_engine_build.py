@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils import _index
-
 METHODS = ("source", "wheel", "auto")
 _CC_RE = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 _PYTHON_RE = re.compile(r"(?:^|/)python(\d)\.(\d+)$")
@@ -172,8 +170,12 @@ def wheel_paths(needs, cached_keys=()):
 def sdist_link(html, page_url, project, version):
     """``{"url", "sha256", "filename"}`` of ``<project>-<version>.tar.gz`` on a PEP 503 project page.
 
-    The page is read by the collection's index reader (``_index``, what ``dist_metadata`` uses).
+    The page is read by the collection's index reader (``_index``, what ``dist_metadata`` uses),
+    imported here: the build plan's filter is loaded by every task worker that reads the plan, and
+    only the sdist lookup needs the index reader.
     """
+    from ansible_collections.volta.serving.plugins.module_utils import _index
+
     files = _index.parse_project_page(html or "", page_url)
     _wheels, sdists = _index.release_files(files, project, version)
     tarballs = [f for f in sdists if f["filename"].endswith(".tar.gz")]

@@ -28,8 +28,6 @@ import zipfile
 from email.parser import HeaderParser
 from html.parser import HTMLParser
 
-from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
-from ansible.module_utils.urls import open_url
 from ansible_collections.volta.serving.plugins.module_utils._pyreq import (
     RequirementError,
     Version,
@@ -54,6 +52,12 @@ class MetadataError(Exception):
 
 
 def _open(url, timeout, accept=None):
+    # Imported here, not above: ansible.module_utils.urls pulls in ssl and http.client, and the
+    # controller's filters (engine_build_plan) load this file in every task worker that reads the
+    # build plan without ever opening a URL.
+    from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+    from ansible.module_utils.urls import open_url
+
     headers = {"Accept": accept} if accept else {}
     try:
         return open_url(url, headers=headers, timeout=timeout, http_agent=USER_AGENT)
