@@ -25,7 +25,6 @@ import json
 import urllib.error
 import urllib.parse
 
-from ansible.module_utils.urls import open_url
 from ansible_collections.volta.serving.plugins.module_utils import _model, _model_facts
 
 DEFAULT_TIMEOUT = 30
@@ -45,6 +44,10 @@ def file_url(endpoint, repo, revision, path):
 
 def urllib_reader(token=None, timeout=DEFAULT_TIMEOUT, limit=_model_facts.CONFIG_MAX_BYTES):
     """``read(url) -> bytes`` with open_url (redirects followed), at most *limit* bytes."""
+    # Imported here, not above: ansible.module_utils.urls pulls in ssl, http.client and cryptography,
+    # and the controller's model_plan filter loads this file in every task worker that reads the
+    # model plan without ever opening a URL.
+    from ansible.module_utils.urls import open_url
 
     def read(url):
         if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
