@@ -52,9 +52,8 @@ class MetadataError(Exception):
 
 
 def _open(url, timeout, accept=None):
-    # Imported here, not above: ansible.module_utils.urls pulls in ssl and http.client, and the
-    # controller's filters (engine_build_plan) load this file in every task worker that reads the
-    # build plan without ever opening a URL.
+    # Imported here, not above: ansible.module_utils.urls pulls in ssl and http.client, which the
+    # page parsing alone (the controller's engine_sdist_link filter) does not need.
     from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
     from ansible.module_utils.urls import open_url
 
