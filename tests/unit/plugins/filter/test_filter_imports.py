@@ -2,8 +2,8 @@
 
 Every task worker that evaluates a filter loads the filter's file and its module_utils again (the
 workers are forked before the first use). engine_build_plan and model_plan are read by many tasks
-per host, and ansible.module_utils.urls (ssl, http.client, cryptography) was about a fifth of the
-controller's CPU in the 8-host rerun while it came with them (README, Benchmarks: fourth step).
+per host, and ansible.module_utils.urls (ssl, http.client, cryptography), while it came with them,
+was 14% of the controller's sampled CPU in the 8-host rerun (README, Benchmarks: fourth step).
 """
 
 import subprocess
