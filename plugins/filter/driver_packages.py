@@ -103,12 +103,14 @@ _value:
       elements: str
 """
 
-from ansible_collections.volta.serving.plugins.module_utils._driver_packages import plan  # noqa: E402
-
 
 def driver_packages(distribution, branch, headless=False, kernel_module="proprietary", source="ubuntu",
                     module_source="dkms", kernel_release="", flavour="generic"):
     """Filter entry point: see DOCUMENTATION."""
+    # Imported on call, not at load: Ansible loads every filter file of the collection in each
+    # task worker that uses any one of them (README, Benchmarks: fifth step).
+    from ansible_collections.volta.serving.plugins.module_utils._driver_packages import plan
+
     return plan(distribution, branch, headless=bool(headless), kernel_module=kernel_module, source=source,
                 module_source=module_source, kernel_release=kernel_release, flavour=flavour)
 

@@ -5,7 +5,14 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.volta.serving.plugins.module_utils import _engine_build as logic
+
+
+# Imported on call, not at load: Ansible loads every filter file of the collection in each task
+# worker that uses any one of them (README, Benchmarks: fifth step).
+def _logic():
+    from ansible_collections.volta.serving.plugins.module_utils import _engine_build
+
+    return _engine_build
 
 _PLAN_KEYS = ("engine", "version", "torch_version", "torch_cuda", "compute_capability",
               "python", "vcpus", "memory_mb", "job_memory_mb")
@@ -18,6 +25,7 @@ def engine_build_plan(spec):
     missing = [k for k in _PLAN_KEYS if spec.get(k) in (None, "")]
     if missing:
         raise AnsibleFilterError(f"engine_build_plan: missing {', '.join(missing)}")
+    logic = _logic()
     try:
         return logic.build_plan(spec)
     except (logic.BuildPlanError, TypeError, ValueError) as exc:
@@ -28,11 +36,12 @@ def engine_wheel_paths(needs, cached_keys=None):
     """Per host of the play: build, copy or none (see module_utils/_engine_build.py)."""
     if not isinstance(needs, (list, tuple)):
         raise AnsibleFilterError(f"engine_wheel_paths: expected a list, got {needs!r}")
-    return logic.wheel_paths(list(needs), cached_keys or [])
+    return _logic().wheel_paths(list(needs), cached_keys or [])
 
 
 def engine_sdist_link(html, page_url, project, version):
     """The sdist of project==version on a PEP 503 page: url, sha256, filename."""
+    logic = _logic()
     try:
         return logic.sdist_link(html, page_url, project, version)
     except logic.BuildPlanError as exc:

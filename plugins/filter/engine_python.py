@@ -5,7 +5,14 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.volta.serving.plugins.module_utils import _python as logic
+
+
+# Imported on call, not at load: Ansible loads every filter file of the collection in each task
+# worker that uses any one of them (README, Benchmarks: fifth step).
+def _logic():
+    from ansible_collections.volta.serving.plugins.module_utils import _python
+
+    return _python
 
 
 def engine_python_choice(request):
@@ -16,6 +23,7 @@ def engine_python_choice(request):
     """
     if not isinstance(request, dict):
         raise AnsibleFilterError(f"engine_python_choice: expected a mapping, got {request!r}")
+    logic = _logic()
     try:
         return {**logic.choose(dict(request)), "problem": ""}
     except logic.PythonChoiceError as exc:

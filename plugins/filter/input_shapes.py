@@ -52,11 +52,13 @@ _value:
   elements: str
 """
 
-from ansible_collections.volta.serving.plugins.module_utils._shapes import shape_problems  # noqa: E402
-
 
 def input_shapes(variables, host):
     """Filter entry point: see DOCUMENTATION."""
+    # Imported on call, not at load: Ansible loads every filter file of the collection in each
+    # task worker that uses any one of them (README, Benchmarks: fifth step).
+    from ansible_collections.volta.serving.plugins.module_utils._shapes import shape_problems
+
     return shape_problems(host, dict(variables or {}))
 
 

@@ -5,38 +5,49 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.volta.serving.plugins.module_utils import _model, _model_hub
+
+
+# Imported on call, not at load: Ansible loads every filter file of the collection in each task
+# worker that uses any one of them (README, Benchmarks: fifth step).
+def _logic():
+    from ansible_collections.volta.serving.plugins.module_utils import _model
+
+    return _model
 
 
 def model_plan(instances, models, root, names=None, allow_branch=False):
     """The models to fetch for these instances (or *names*), each with its directory and served path."""
+    logic = _logic()
     try:
-        return _model.model_plan(instances, models, root, names, allow_branch)
-    except _model.ModelError as exc:
+        return logic.model_plan(instances, models, root, names, allow_branch)
+    except logic.ModelError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
 
 def model_paths(instances, models, root, allow_branch=False):
     """The instances with ``model`` set from ``model_source`` (removed), as the serving plan reads them."""
+    logic = _logic()
     try:
-        return _model.resolve_instances(instances, models, root, allow_branch)
-    except _model.ModelError as exc:
+        return logic.resolve_instances(instances, models, root, allow_branch)
+    except logic.ModelError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
 
 def model_preflight_reads(instances, models, root=None, endpoint=None):
     """What preflight reads about the instances' models: {paths, hub} (see _model_hub.preflight_reads)."""
+    from ansible_collections.volta.serving.plugins.module_utils import _model_hub
+
     return _model_hub.preflight_reads(instances, models, root, endpoint)
 
 
 def model_token_files(plan, models, root):
     """The token files of the planned models as entries of volta.serving.files (see _model.token_files)."""
-    return _model.token_files(plan, models, root)
+    return _logic().token_files(plan, models, root)
 
 
 def model_switch_back(instances, name, model):
     """The plan's instances with instance *name* on *model* (see _model.on_model)."""
-    return _model.on_model(instances, name, model)
+    return _logic().on_model(instances, name, model)
 
 
 class FilterModule:

@@ -1,9 +1,11 @@
-"""What loading a filter plugin costs each task worker: no URL library until a URL is opened.
+"""What loading a filter plugin costs each task worker: no module_utils until a filter is called.
 
-Every task worker that evaluates a filter loads the filter's file and its module_utils again (the
-workers are forked before the first use). engine_build_plan and model_plan are read by many tasks
-per host, and ansible.module_utils.urls (ssl, http.client, cryptography), while it came with them,
-was 14% of the controller's sampled CPU in the 8-host rerun (README, Benchmarks: fourth step).
+Every task worker that evaluates one of the collection's filters loads every filter file of the
+collection again (Ansible's filter loader walks them all; the workers are forked before the first
+use). ansible.module_utils.urls (ssl, http.client, cryptography), while it came with
+engine_build_plan and model_plan, was 14% of the controller's sampled CPU in the 8-host rerun
+(README, Benchmarks: fourth step); the filters' own module_utils were most of the rest of the
+filter loading (fifth step).
 """
 
 import subprocess
@@ -47,3 +49,33 @@ def test_the_index_reader_opens_urls_with_ansible():
                           "except _index.MetadataError as exc:\n    print('error:', exc)")
     assert lines[0].startswith("error: file:///nonexistent/volta: cannot read")
     assert lines[1:] == [" ".join(HEAVY)]
+
+
+def test_ansible_loads_every_filter_without_module_utils():
+    # Through Ansible's own loader, as a task worker does: the first volta filter looked up loads
+    # every filter file of the collection, and none of them may pull in a module_utils.
+    code = (f"import sys\nfrom ansible.plugins.loader import init_plugin_loader, filter_loader\n"
+            f"init_plugin_loader([{str(COLLECTIONS)!r}])\n"
+            "filter_loader.get('volta.serving.systemd_exec')\n"
+            "files = sorted(m.rsplit('.', 1)[1] for m in sys.modules if '.volta.serving.plugins.filter.' in m)\n"
+            "utils = sorted(m.rsplit('.', 1)[1] for m in sys.modules if '.volta.serving.plugins.module_utils.' in m)\n"
+            "print(' '.join(files)); print(' '.join(utils) or '-')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    files, utils = out.stdout.splitlines()[-2:]
+    on_disk = sorted(p.stem for p in (COLLECTIONS / "ansible_collections/volta/serving/plugins/filter").glob("*.py"))
+    assert files.split() == on_disk
+    assert utils == "-"
+
+
+@pytest.mark.parametrize(("plugin", "filter_name", "args", "module_utils"), [
+    ("cidr_split", "cidr_split", "(['10.0.0.0/8'])", "_cidr"),
+    ("model_plan", "model_switch_back", "([{'name': 'a', 'model': 'x'}], 'a', 'y')", "_model"),
+    ("engine_build", "engine_wheel_paths", "([])", "_engine_build"),
+])
+def test_a_filter_loads_its_module_utils_when_called(plugin, filter_name, args, module_utils):
+    lines = _loaded_after(
+        f"from ansible_collections.volta.serving.plugins.filter import {plugin} as p\n"
+        f"before = '.volta.serving.plugins.module_utils.{module_utils}' in ' '.join(sys.modules)\n"
+        f"p.FilterModule().filters()[{filter_name!r}]{args}\n"
+        f"print(before, 'ansible_collections.volta.serving.plugins.module_utils.{module_utils}' in sys.modules)")
+    assert lines[0] == "False True"
