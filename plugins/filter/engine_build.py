@@ -14,6 +14,7 @@ def _logic():
 
     return _engine_build
 
+
 _PLAN_KEYS = ("engine", "version", "torch_version", "torch_cuda", "compute_capability",
               "python", "vcpus", "memory_mb", "job_memory_mb")
 
