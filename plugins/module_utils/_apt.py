@@ -233,6 +233,16 @@ def installed_versions(policy, names):
     return {n: (policy.get(n) or {}).get("installed") for n in names if (policy.get(n) or {}).get("installed")}
 
 
+def not_installed(rows, names):
+    """Those of *names* that dpkg-query rows ("name version want status [source]") do not show installed.
+
+    Only the status "installed" counts: a package unpacked but not configured, half-installed or
+    removed with its configuration kept is not installed.
+    """
+    present = {fields[0] for fields in (row.split() for row in rows) if len(fields) >= 4 and fields[3] == "installed"}
+    return [name for name in names if name not in present]
+
+
 def plan_changes(policy, installed, packages, extra=(), target=None, holds=None):
     """What a run must change so that *packages* are at *target* and *extra* are installed.
 

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""apt and dpkg on the host, for volta.serving.apt_lists and volta.serving.package_state.
+"""apt and dpkg on the host, for volta.serving.apt_lists, package_state and engine_installs.
 
 Runs ``apt-cache``, ``apt-get update`` and ``dpkg-query`` through an AnsibleModule passed in (the
 only Ansible object used here); what their output means is decided in ``_apt.py`` and

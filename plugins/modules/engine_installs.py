@@ -23,6 +23,8 @@ description:
     content differs. The fact is returned as C(ansible_facts.ansible_local.volta_engines) (the action plugin
     keeps the other local facts), so no C(setup) run is needed to read it.
   - O(state=read) changes nothing and reports what O(state=present) would do (RV(prune), RV(facts_changed)).
+  - With O(packages), also reports which of those distribution packages are not installed (RV(packages_missing)),
+    so that the engine role runs apt only when one is missing.
 author:
   - volta.serving contributors (@volta-serving)
 options:
@@ -59,6 +61,13 @@ options:
     default: read
   probe:
     description: Shell-style path patterns (uv, the interpreters under the root) whose existence RV(probed) reports.
+    type: list
+    elements: str
+    default: []
+  packages:
+    description:
+      - Distribution packages the engines need (interpreters, build tools); RV(packages_missing) names those that
+        C(dpkg-query) does not show installed. Left empty, dpkg is not read.
     type: list
     elements: str
     default: []
@@ -142,6 +151,12 @@ probed:
   returned: always
   type: dict
   sample: {"/opt/volta/engines/.tools/uv-0.13.9/bin/uv": true}
+packages_missing:
+  description: Those of O(packages) that are not installed (unpacked, half-installed and removed ones count as missing).
+  returned: always
+  type: list
+  elements: str
+  sample: [ninja-build]
 """
 
 import os
@@ -149,6 +164,8 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.volta.serving.plugins.module_utils._apt import not_installed
+from ansible_collections.volta.serving.plugins.module_utils._apt_host import dpkg_rows
 from ansible_collections.volta.serving.plugins.module_utils._engine_installs import (
     MARKER,
     InstallsError,
@@ -201,7 +218,8 @@ def run(module):
     doomed = prune_plan(states, p["installing"], p["keep"])
     after = without(states, doomed)
     result = {"engines": {flavour: view(state) for flavour, state in after.items()}, "prune": doomed,
-              "facts_changed": False, "probed": probe(p["probe"]), "changed": False}
+              "facts_changed": False, "probed": probe(p["probe"]), "changed": False,
+              "packages_missing": not_installed(dpkg_rows(module), p["packages"]) if p["packages"] else []}
     diff = {"before": "".join(f"{path}\n" for path in doomed), "after": "",
             "before_header": "engine installs pruned", "after_header": "engine installs pruned"}
     diffs = [diff] if doomed else []
@@ -234,6 +252,7 @@ def main():
             facts_path=dict(type="path"),
             state=dict(type="str", choices=["read", "present"], default="read"),
             probe=dict(type="list", elements="str", default=[]),
+            packages=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )

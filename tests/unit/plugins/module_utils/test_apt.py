@@ -229,3 +229,26 @@ DEBIAN_SPANNING = {"installed": None, "candidate": "590.44.01-1",
 ])
 def test_pick_version_within_a_branch(info, wanted, branch, expected):
     assert _apt.pick_version(info, wanted, branch) == expected
+
+
+# Rows as _apt_host.dpkg_rows reads them (its DPKG_FORMAT): name, version, want, status, source.
+DPKG_ROWS = [
+    "ninja-build 1.11.1-2 install installed ninja-build",
+    "cmake 3.25.1-1 install unpacked cmake",
+    "build-essential 12.9 install half-configured build-essential",
+    "python3-venv 3.11.2-1+b1 deinstall config-files python3-defaults",
+    "python3.12-venv 3.12.3-1ubuntu0.8 hold installed python3.12",
+]
+
+
+def test_not_installed_counts_only_installed_packages():
+    names = ["ninja-build", "cmake", "build-essential", "python3-venv", "python3.12-venv", "python3-dev"]
+    assert _apt.not_installed(DPKG_ROWS, names) == ["cmake", "build-essential", "python3-venv", "python3-dev"]
+    assert _apt.not_installed(DPKG_ROWS, []) == []
+
+
+def test_not_installed_reads_the_real_dpkg_query():
+    # This machine's dpkg: dpkg itself is installed; a name no distribution uses is not.
+    from ansible_collections.volta.serving.plugins.module_utils._apt_host import DPKG_FORMAT
+    out = subprocess.run(["dpkg-query", "-W", "-f=" + DPKG_FORMAT], capture_output=True, text=True, check=True)
+    assert _apt.not_installed(out.stdout.splitlines(), ["dpkg", "volta-no-such-package"]) == ["volta-no-such-package"]

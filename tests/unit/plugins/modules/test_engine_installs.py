@@ -73,3 +73,18 @@ def test_bad_record_fails_with_the_fix(root, capsys):
     rc, out = run_module(capsys, args(root))
     assert rc == 1
     assert f"{root}/vllm/{OLD}/{MARKER} is not a JSON object; remove {root}/vllm/{OLD}" in out["msg"]
+
+
+def test_packages_missing_reads_dpkg_only_when_asked(root, capsys, monkeypatch):
+    asked = []
+
+    def rows(module):
+        asked.append(module)
+        return ["ninja-build 1.11.1-2 install installed ninja-build", "cmake 3.25.1-1 install unpacked cmake"]
+
+    monkeypatch.setattr(engine_installs, "dpkg_rows", rows)
+    rc, out = run_module(capsys, args(root))
+    assert rc == 0 and out["packages_missing"] == [] and asked == []
+    rc, out = run_module(capsys, args(root, packages=["ninja-build", "cmake", "python3-venv"]))
+    assert rc == 0 and out["changed"] is False
+    assert out["packages_missing"] == ["cmake", "python3-venv"] and len(asked) == 1
