@@ -233,13 +233,18 @@ def installed_versions(policy, names):
     return {n: (policy.get(n) or {}).get("installed") for n in names if (policy.get(n) or {}).get("installed")}
 
 
-def not_installed(rows, names):
-    """Those of *names* that dpkg-query rows ("name version want status [source]") do not show installed.
+def installed_rows(rows):
+    """The fields of the dpkg-query rows ("name version want status [source]") of installed packages.
 
     Only the status "installed" counts: a package unpacked but not configured, half-installed or
     removed with its configuration kept is not installed.
     """
-    present = {fields[0] for fields in (row.split() for row in rows) if len(fields) >= 4 and fields[3] == "installed"}
+    return [fields for fields in (row.split() for row in rows) if len(fields) >= 4 and fields[3] == "installed"]
+
+
+def not_installed(rows, names):
+    """Those of *names* that dpkg-query rows do not show installed (see :func:`installed_rows`)."""
+    present = {fields[0] for fields in installed_rows(rows)}
     return [name for name in names if name not in present]
 
 

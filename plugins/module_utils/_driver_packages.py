@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import fnmatch
 
+from ansible_collections.volta.serving.plugins.module_utils import _apt
+
 # Binary packages of Debian's nvidia-graphics-drivers source (bookworm 535.261.03-1, recorded from
 # deb.debian.org .../bookworm/non-free{,-firmware}/binary-amd64/Packages.xz) whose names neither
 # nvidia-* nor libnvidia-* catch.
@@ -151,10 +153,7 @@ def installed(lines, patterns, sources=()):
     *sources* are given: Debian's driver packages have many names but one source).
     """
     found, held = {}, []
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 4 or fields[3] != "installed":
-            continue
+    for fields in _apt.installed_rows(lines):
         source = fields[4].split(":")[0] if len(fields) > 4 else fields[0]
         if not is_driver_package(fields[0], source, patterns, sources):
             continue
