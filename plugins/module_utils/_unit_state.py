@@ -5,6 +5,7 @@
 The module reads the host (systemctl, links, files) and these functions turn what it read into the
 answers engine_service acts on: which units run, which are enabled, which engine install each
 instance's engine is on now ("<install>@<sha256 of its record>") against the one it was started on.
+systemctl_states is the one read of units (is-active, is-enabled) that unit_state and package_state share.
 """
 
 from __future__ import annotations
@@ -16,6 +17,27 @@ def systemctl_lines(units, stdout):
     """{unit: state} from systemctl is-active/is-enabled output, one line per unit in order ('' when none)."""
     lines = stdout.splitlines()
     return {unit: (lines[i].strip() if i < len(lines) else "") for i, unit in enumerate(units)}
+
+
+def systemctl_states(module, units, required=False):
+    """{unit: {"active": state, "enabled": state}} read with systemctl is-active and is-enabled.
+
+    One run per unit and verb: a unit without a unit file prints nothing to is-enabled, so one run for all
+    units could not tell whose line is whose. Without systemctl on the host: the module fails when required,
+    else every unit reads ''.
+    """
+    systemctl = module.get_bin_path("systemctl", required=required)
+    out = {unit: {"active": "", "enabled": ""} for unit in units}
+    for unit in units if systemctl else ():
+        for verb in ("active", "enabled"):
+            _rc, stdout, _err = module.run_command([systemctl, f"is-{verb}", unit])
+            out[unit][verb] = systemctl_lines([unit], stdout)[unit]
+    return out
+
+
+def down(states):
+    """The units of systemctl_states that are not both active and enabled, in order."""
+    return [unit for unit, state in states.items() if (state["active"], state["enabled"]) != ("active", "enabled")]
 
 
 def install_now(link_target, record_sha256):

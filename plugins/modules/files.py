@@ -93,6 +93,13 @@ options:
         type: str
         choices: [present, absent]
         default: present
+  exists:
+    description:
+      - Paths only read, after the changes: RV(exists) says whether each exists (a role that writes its files
+        anyway learns, in the same call, whether a program it installs elsewhere is there).
+    type: list
+    elements: path
+    default: []
 attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying target.
@@ -139,6 +146,11 @@ paths:
   returned: always
   type: dict
   sample: {/etc/volta: [], /etc/modprobe.d/blacklist-nouveau.conf: [content]}
+exists:
+  description: For each path of O(exists), whether it exists (a link counts when what it points at exists).
+  returned: always
+  type: dict
+  sample: {/srv/models/.tools/hub/bin/hf: true}
 """
 
 import grp
@@ -162,6 +174,7 @@ ARGUMENT_SPEC = {
                           "secret": {"type": "bool", "default": False, "no_log": False},
                           "state": {"type": "str", "choices": ["present", "absent"], "default": "present"}},
               "required_if": [("state", "present", ["content"])]},
+    "exists": {"type": "list", "elements": "path", "default": []},
 }
 
 
@@ -286,6 +299,7 @@ def main():
     if changed_paths and not module.check_mode:
         _validate(module, plan)
         _apply(module, plan)
+    result["exists"] = {path: os.path.exists(path) for path in module.params["exists"]}
     module.exit_json(**result)
 
 

@@ -79,6 +79,13 @@ options:
     description: Seconds to wait for another apt or dpkg that holds the lists lock.
     type: int
     default: 600
+  units:
+    description:
+      - systemd units the packages ship whose state is read as well (C(systemctl is-active), C(is-enabled)), so
+        that a caller starts one only when RV(units_down) names it.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -87,7 +94,7 @@ attributes:
     support: none
     description: Changes nothing.
 notes:
-  - Runs C(apt-cache), C(apt-get update) and C(dpkg-query) with C(LC_ALL=C).
+  - Runs C(apt-cache), C(apt-get update) and C(dpkg-query) with C(LC_ALL=C), and C(systemctl) for O(units).
 seealso:
   - module: volta.serving.apt_lists
 """
@@ -158,10 +165,20 @@ lock_waited:
   description: Seconds spent waiting for another apt or dpkg.
   type: int
   returned: always
+units:
+  description: Per unit of O(units), C(active) and C(enabled) as systemctl prints them (V("") when it printed nothing).
+  type: dict
+  returned: always
+  sample: {nginx: {active: active, enabled: enabled}}
+units_down:
+  description: The units of O(units) that are not both active and enabled, in order.
+  type: list
+  elements: str
+  returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.volta.serving.plugins.module_utils import _apt, _apt_host, _driver_packages
+from ansible_collections.volta.serving.plugins.module_utils import _apt, _apt_host, _driver_packages, _unit_state
 
 
 def _holds(module, patterns, sources):
@@ -185,6 +202,7 @@ def main():
             sources_changed=dict(type="bool", default=False),
             cache_valid_time=dict(type="int", default=3600),
             lock_timeout=dict(type="int", default=600),
+            units=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -202,10 +220,12 @@ def main():
         target = _apt.pick_version(result["packages"].get(p["packages"][0]), p["version"], p["branch"])
         result["version"] = target
     result["missing"] = [n for n in wanted if not (result["packages"].get(n) or {}).get("candidate")]
+    units = _unit_state.systemctl_states(module, p["units"])
     result.update(
         changed=False, installed=installed, held=(holds or {}).get("held", []),
         changes=_apt.plan_changes(result["packages"], installed, p["packages"], p["extra"], target, holds),
         apt_sources=[s for s in _apt.source_files(_apt.ETC_APT) if s.endswith((".list", ".sources"))],
+        units=units, units_down=_unit_state.down(units),
     )
     module.exit_json(**result)
 

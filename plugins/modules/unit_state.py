@@ -173,16 +173,6 @@ def _sha256(path):
         return ""
 
 
-def _systemctl(module, verb, units):
-    """{unit: state} of systemctl VERB, one unit per run (a unit with no file prints nothing to is-enabled)."""
-    systemctl = module.get_bin_path("systemctl", required=True)
-    out = {}
-    for unit in units:
-        _rc, stdout, _err = module.run_command([systemctl, verb, unit])
-        out.update(_unit_state.systemctl_lines([unit], stdout))
-    return out
-
-
 def _instance(params, instance, active, enabled):
     link = instance["engine_dir"]
     link_exists = os.path.lexists(link)
@@ -216,7 +206,9 @@ def main():
             module.fail_json(msg=f"instance {instance.get('name', '?')} lacks {', '.join(lacks)}: give the serving "
                                  "plan's instances (volta.serving.serving_plan's plan.instances)")
     units = [i["unit"] for i in params["instances"]]
-    active, enabled = _systemctl(module, "is-active", units), _systemctl(module, "is-enabled", units)
+    states = _unit_state.systemctl_states(module, units, required=True)
+    active = {unit: state["active"] for unit, state in states.items()}
+    enabled = {unit: state["enabled"] for unit, state in states.items()}
     read = {i["name"]: _instance(params, i, active, enabled) for i in params["instances"]}
     stale = [e for e in (_unit_state.stale_entry(i, read[i["name"]]["link_exists"], read[i["name"]]["now"],
                                                  read[i["name"]]["started"]) for i in params["instances"]) if e]

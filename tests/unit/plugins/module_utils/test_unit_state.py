@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pytest
 from ansible_collections.volta.serving.plugins.module_utils import _unit_state
 
 CMD_R = {"name": "command-r", "engine": "vllm"}
@@ -13,6 +14,46 @@ NEW = "vllm-0.21.0-torch2.11.0-cu126@abc"
 def test_systemctl_lines():
     assert _unit_state.systemctl_lines(["a", "b"], "active\ninactive\n") == {"a": "active", "b": "inactive"}
     assert _unit_state.systemctl_lines(["a"], "") == {"a": ""}
+
+
+class _Module:
+    """The two AnsibleModule methods systemctl_states uses; answers recorded from systemd 252 (Debian 12)."""
+
+    def __init__(self, systemctl="/usr/bin/systemctl"):
+        self.systemctl, self.calls = systemctl, []
+
+    def get_bin_path(self, name, required=False):
+        if self.systemctl is None and required:
+            raise SystemExit(f"Failed to find required executable {name}")
+        return self.systemctl
+
+    def run_command(self, argv):
+        self.calls.append(argv[1:])
+        answers = {("is-active", "nginx"): (0, "active\n"), ("is-enabled", "nginx"): (0, "enabled\n"),
+                   ("is-active", "nvidia-persistenced"): (3, "inactive\n"),
+                   ("is-enabled", "nvidia-persistenced"): (0, "enabled\n"),
+                   # No unit file: is-active says inactive, is-enabled prints only to stderr.
+                   ("is-active", "gone"): (3, "inactive\n"), ("is-enabled", "gone"): (1, "")}
+        rc, out = answers[tuple(argv[1:])]
+        return rc, out, "" if out else "Failed to get unit file state for gone.service: No such file or directory"
+
+
+def test_systemctl_states_and_down():
+    module = _Module()
+    states = _unit_state.systemctl_states(module, ["nginx", "nvidia-persistenced", "gone"])
+    assert states == {"nginx": {"active": "active", "enabled": "enabled"},
+                      "nvidia-persistenced": {"active": "inactive", "enabled": "enabled"},
+                      "gone": {"active": "inactive", "enabled": ""}}
+    assert len(module.calls) == 6  # one run per unit and verb
+    assert _unit_state.down(states) == ["nvidia-persistenced", "gone"]
+    assert _unit_state.systemctl_states(module, []) == {} and _unit_state.down({}) == []
+
+
+def test_systemctl_states_without_systemctl():
+    assert _unit_state.systemctl_states(_Module(None), ["nginx"]) == {"nginx": {"active": "", "enabled": ""}}
+    assert _unit_state.down({"nginx": {"active": "", "enabled": ""}}) == ["nginx"]
+    with pytest.raises(SystemExit, match="systemctl"):
+        _unit_state.systemctl_states(_Module(None), ["nginx"], required=True)
 
 
 def test_install_now_is_what_the_start_record_stores():

@@ -127,3 +127,23 @@ def test_bad_mode_is_named(capsys, tmp_path):
     args["files"][0]["mode"] = "644x"
     rc, out = run(capsys, args, tmp_path)
     assert rc == 1 and out["msg"] == f"{tmp_path / 'etc' / 'a.conf'}: mode '644x' is not an octal mode such as '0644'"
+
+
+def test_exists_reads_paths_after_the_changes(capsys, tmp_path):
+    client = tmp_path / "venv" / "bin" / "hf"
+    args = {**spec(tmp_path), "exists": [str(tmp_path / "etc" / "a.conf"), str(client)]}
+    _rc, out = run(capsys, args, tmp_path)
+    assert out["exists"] == {str(tmp_path / "etc" / "a.conf"): True, str(client): False}
+    client.parent.mkdir(parents=True)
+    client.symlink_to(tmp_path / "nowhere")
+    _rc, out = run(capsys, args, tmp_path)
+    assert out["changed"] is False and out["exists"][str(client)] is False  # a dangling link is no program
+    (tmp_path / "nowhere").write_text("")
+    _rc, out = run(capsys, args, tmp_path)
+    assert out["exists"][str(client)] is True
+
+
+def test_exists_in_check_mode_reads_the_host_as_it_is(capsys, tmp_path):
+    _rc, out = run(capsys, {**spec(tmp_path), "exists": [str(tmp_path / "etc")], "_ansible_check_mode": True},
+                   tmp_path)
+    assert out["changed"] is True and out["exists"] == {str(tmp_path / "etc"): False}

@@ -167,3 +167,21 @@ def test_need_limits_what_forces_a_refresh(host, capsys):
     assert out["refreshed"] is False and out["reasons"] == []
     assert out["missing"] == ["ninja-build"]
     assert not (host / "refreshed").exists()
+
+
+def test_units_are_read_with_the_packages(host, capsys):
+    # systemctl's answers as systemd 252 gives them: a unit without a unit file prints nothing to is-enabled.
+    (host / "bin" / "systemctl").write_text(
+        '#!/bin/sh\necho "systemctl $*" >> "$FAKE/calls"\ncase "$1 $2" in\n'
+        '  "is-active nginx") echo active ;;\n  "is-enabled nginx") echo enabled ;;\n'
+        '  "is-active "*) echo inactive; exit 3 ;;\n  *) echo "Failed to get unit file state" >&2; exit 1 ;;\nesac\n')
+    (host / "bin" / "systemctl").chmod(stat.S_IRWXU)
+    _rc, out = run(capsys, {"query": ["nvidia-driver-cuda"], "refresh": False,
+                            "units": ["nginx", "nvidia-persistenced"]})
+    assert out["units"] == {"nginx": {"active": "active", "enabled": "enabled"},
+                            "nvidia-persistenced": {"active": "inactive", "enabled": ""}}
+    assert out["units_down"] == ["nvidia-persistenced"]
+    assert out["installed"] == {"nvidia-driver-cuda": "580.95.05-1"} and out["changed"] is False
+    _rc, out = run(capsys, {"query": ["nvidia-driver-cuda"], "refresh": False})
+    assert (out["units"], out["units_down"]) == ({}, [])
+    assert (host / "calls").read_text().count("systemctl") == 4
