@@ -57,6 +57,12 @@ options:
     type: list
     elements: str
     default: []
+  glibc_command:
+    description:
+      - A command (argv) that prints the host's glibc version (V([getconf, GNU_LIBC_VERSION])), run read-only in the
+        same call; its result is RV(glibc). Omitted, nothing is run.
+    type: list
+    elements: str
 attributes:
   check_mode:
     support: full
@@ -229,6 +235,11 @@ paths:
   type: dict
   returned: always
   sample: {/dev/nvidia-uvm: {exists: true, ischr: true}}
+glibc:
+  description: C(rc), C(stdout) and C(stderr) of O(glibc_command) (C(rc) V(127) and the reason when it cannot run).
+  type: dict
+  returned: when O(glibc_command) is set
+  sample: {rc: 0, stdout: "glibc 2.39\n", stderr: ""}
 """
 
 import glob
@@ -315,9 +326,20 @@ def _paths(paths):
     return found
 
 
+def _glibc(module, argv):
+    """rc, stdout and stderr of the glibc command; one that cannot run is rc 127 with the reason."""
+    try:
+        rc, out, err = module.run_command(argv, check_rc=False, handle_exceptions=False)
+    except OSError as exc:
+        rc, out, err = 127, "", f"{argv[0]}: {exc.strerror}"
+    return {"rc": rc, "stdout": out, "stderr": err}
+
+
 def _host_reads(module):
-    """The optional reads beside the fact: PCI functions, Secure Boot, paths."""
+    """The optional reads beside the fact: PCI functions, Secure Boot, paths, glibc."""
     p, reads = module.params, {"paths": _paths(module.params["paths"])}
+    if p["glibc_command"]:
+        reads["glibc"] = _glibc(module, p["glibc_command"])
     if p["pci_vendor"]:
         reads["pci_functions"] = _pci_functions(p["pci_vendor"])
     if p["secure_boot"]:
@@ -334,6 +356,7 @@ def main():
             pci_vendor=dict(type="str"),
             secure_boot=dict(type="bool", default=False),
             paths=dict(type="list", elements="str", default=[]),
+            glibc_command=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
     )

@@ -330,3 +330,18 @@ def test_host_reads_without_mokutil_and_by_default(capsys, tmp_path, monkeypatch
                                       "proc_version_path": str(tmp_path / "none")})
     assert result["secure_boot"] == "not checked (mokutil is not installed)"
     assert "pci_functions" not in result and result["paths"] == {}
+    assert "glibc" not in result
+
+
+def test_glibc_command_runs_in_the_same_call(capsys, tmp_path):
+    base = {"nvidia_smi": "/nonexistent/nvidia-smi", "proc_version_path": str(tmp_path / "none")}
+    # This machine's real getconf, the role's default command.
+    _rc, result = run_module(capsys, {**base, "glibc_command": ["getconf", "GNU_LIBC_VERSION"],
+                                      "_ansible_check_mode": True})
+    assert result["glibc"]["rc"] == 0 and result["glibc"]["stdout"].startswith("glibc 2.")
+    assert result["ansible_facts"]["volta_gpu"]["status"] == "no_driver"
+    _rc, result = run_module(capsys, {**base, "glibc_command": ["/nonexistent/getconf", "GNU_LIBC_VERSION"]})
+    assert result["glibc"]["rc"] == 127 and result["glibc"]["stdout"] == ""
+    assert result["glibc"]["stderr"].startswith("/nonexistent/getconf: No such file")
+    _rc, result = run_module(capsys, {**base, "glibc_command": ["getconf", "NO_SUCH_VARIABLE"]})
+    assert result["glibc"]["rc"] != 0 and "NO_SUCH_VARIABLE" in result["glibc"]["stderr"]
