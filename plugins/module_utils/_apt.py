@@ -122,6 +122,29 @@ def signed_by_paths(text):
     return _SIGNED_BY_RE.findall(text)
 
 
+def deb822_paragraphs(text):
+    """The paragraphs of a deb822 sources file as {field: value} dicts, in order (comments left out).
+
+    A continuation line (one that starts with a space) is joined to its field with a newline, as deb822 keeps it.
+    """
+    paragraphs, current, field = [], {}, None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if current:
+                paragraphs.append(current)
+            current, field = {}, None
+        elif line[0] in " \t" and field:
+            current[field] += "\n" + line.strip()
+        elif ":" in line:
+            field, value = line.split(":", 1)
+            current[field.strip()] = value.strip()
+    if current:
+        paragraphs.append(current)
+    return paragraphs
+
+
 def source_files(etc_apt=ETC_APT):
     """Every file that decides what apt can see: sources, their keyrings, trusted keys, preferences."""
     paths = [os.path.join(etc_apt, "sources.list"), os.path.join(etc_apt, "trusted.gpg"),

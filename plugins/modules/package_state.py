@@ -79,6 +79,13 @@ options:
     description: Seconds to wait for another apt or dpkg that holds the lists lock.
     type: int
     default: 600
+  read_sources:
+    description:
+      - deb822 sources files (C(.sources)) read as well, so that a caller writes one only when RV(read_sources)
+        shows it differs.
+    type: list
+    elements: path
+    default: []
   units:
     description:
       - systemd units the packages ship whose state is read as well (C(systemctl is-active), C(is-enabled)), so
@@ -165,6 +172,13 @@ lock_waited:
   description: Seconds spent waiting for another apt or dpkg.
   type: int
   returned: always
+read_sources:
+  description:
+    - Per file of O(read_sources), its C(mode) (octal string) and C(paragraphs) (one C({field: value}) per deb822
+      paragraph, comments left out); V(null) for a file that does not exist.
+  type: dict
+  returned: always
+  sample: {/etc/apt/sources.list.d/nvidia-cuda.sources: {mode: "0644", paragraphs: [{Types: deb, Suites: /}]}}
 units:
   description: Per unit of O(units), C(active) and C(enabled) as systemctl prints them (V("") when it printed nothing).
   type: dict
@@ -177,6 +191,9 @@ units_down:
   returned: always
 """
 
+import os
+import stat
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.volta.serving.plugins.module_utils import _apt, _apt_host, _driver_packages, _unit_state
 
@@ -185,6 +202,15 @@ def _holds(module, patterns, sources):
     if not patterns:
         return None
     return _driver_packages.installed(_apt_host.dpkg_rows(module), patterns, sources)
+
+
+def _read_source(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+        return {"mode": f"{stat.S_IMODE(os.stat(path).st_mode):04o}", "paragraphs": _apt.deb822_paragraphs(text)}
+    except FileNotFoundError:
+        return None
 
 
 def main():
@@ -203,6 +229,7 @@ def main():
             cache_valid_time=dict(type="int", default=3600),
             lock_timeout=dict(type="int", default=600),
             units=dict(type="list", elements="str", default=[]),
+            read_sources=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -226,6 +253,7 @@ def main():
         changes=_apt.plan_changes(result["packages"], installed, p["packages"], p["extra"], target, holds),
         apt_sources=[s for s in _apt.source_files(_apt.ETC_APT) if s.endswith((".list", ".sources"))],
         units=units, units_down=_unit_state.down(units),
+        read_sources={path: _read_source(path) for path in p["read_sources"]},
     )
     module.exit_json(**result)
 

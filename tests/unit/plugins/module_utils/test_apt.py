@@ -252,3 +252,28 @@ def test_not_installed_reads_the_real_dpkg_query():
     from ansible_collections.volta.serving.plugins.module_utils._apt_host import DPKG_FORMAT
     out = subprocess.run(["dpkg-query", "-W", "-f=" + DPKG_FORMAT], capture_output=True, text=True, check=True)
     assert _apt.not_installed(out.stdout.splitlines(), ["dpkg", "volta-no-such-package"]) == ["volta-no-such-package"]
+
+
+# Written by ansible.builtin.deb822_repository (ansible-core 2.19.14) on a lab host for cuda_repo.yml's options.
+DEB822_WRITTEN = """\
+X-Repolib-Name: nvidia-cuda
+Signed-By: /usr/share/keyrings/cuda-archive-keyring.gpg
+Suites: /
+Types: deb
+URIs: http://volta-lab-repo:8080/cuda/ubuntu2404/x86_64/
+"""
+
+
+def test_deb822_paragraphs_of_the_file_deb822_repository_writes():
+    assert _apt.deb822_paragraphs(DEB822_WRITTEN) == [{
+        "X-Repolib-Name": "nvidia-cuda", "Signed-By": "/usr/share/keyrings/cuda-archive-keyring.gpg",
+        "Suites": "/", "Types": "deb", "URIs": "http://volta-lab-repo:8080/cuda/ubuntu2404/x86_64/"}]
+
+
+def test_deb822_paragraphs_comments_continuations_and_several_paragraphs():
+    text = ("# a comment\nTypes: deb\nURIs: http://a/\nSigned-By:\n -----BEGIN PGP PUBLIC KEY BLOCK-----\n .\n"
+            " abc\n\n\nTypes: deb-src\nURIs: http://b/\n")
+    assert _apt.deb822_paragraphs(text) == [
+        {"Types": "deb", "URIs": "http://a/", "Signed-By": "\n-----BEGIN PGP PUBLIC KEY BLOCK-----\n.\nabc"},
+        {"Types": "deb-src", "URIs": "http://b/"}]
+    assert _apt.deb822_paragraphs("") == [] and _apt.deb822_paragraphs("# only a comment\n") == []

@@ -185,3 +185,18 @@ def test_units_are_read_with_the_packages(host, capsys):
     _rc, out = run(capsys, {"query": ["nvidia-driver-cuda"], "refresh": False})
     assert (out["units"], out["units_down"]) == ({}, [])
     assert (host / "calls").read_text().count("systemctl") == 4
+
+
+def test_read_sources_returns_mode_and_fields(host, capsys, tmp_path):
+    written = tmp_path / "etc/apt/sources.list.d/nvidia-cuda.sources"
+    written.write_text("X-Repolib-Name: nvidia-cuda\nSuites: /\nTypes: deb\nURIs: http://volta-lab-repo:8080/\n")
+    written.chmod(0o644)
+    missing = tmp_path / "etc/apt/sources.list.d/none.sources"
+    _rc, out = run(capsys, {"query": ["cuda-keyring"], "refresh": False, "read_sources": [str(written), str(missing)]})
+    assert out["read_sources"] == {
+        str(written): {"mode": "0644", "paragraphs": [{"X-Repolib-Name": "nvidia-cuda", "Suites": "/", "Types": "deb",
+                                                       "URIs": "http://volta-lab-repo:8080/"}]},
+        str(missing): None}
+    written.chmod(0o600)
+    _rc, out = run(capsys, {"refresh": False, "read_sources": [str(written)]})
+    assert out["read_sources"][str(written)]["mode"] == "0600"
