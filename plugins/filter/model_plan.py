@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters model_plan, model_paths and model_preflight_reads: the model layer's plan, served paths, checks."""
+"""Filters model_plan, model_paths, model_preflight_reads, model_check_entries, model_token_files and
+model_switch_back: the model layer's plan, served paths, checks and token files."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ def model_preflight_reads(instances, models, root=None, endpoint=None):
     return _model_hub.preflight_reads(instances, models, root, endpoint)
 
 
+def model_check_entries(plan, root):
+    """What volta.serving.model_fetch needs of each planned model (see _model.check_entries)."""
+    return _logic().check_entries(plan, root)
+
+
 def model_token_files(plan, models, root):
     """The token files of the planned models as entries of volta.serving.files (see _model.token_files)."""
     return _logic().token_files(plan, models, root)
@@ -53,4 +59,5 @@ def model_switch_back(instances, name, model):
 class FilterModule:
     def filters(self):
         return {"model_plan": model_plan, "model_paths": model_paths, "model_preflight_reads": model_preflight_reads,
-                "model_switch_back": model_switch_back, "model_token_files": model_token_files}
+                "model_switch_back": model_switch_back, "model_token_files": model_token_files,
+                "model_check_entries": model_check_entries}

@@ -344,13 +344,24 @@ def model_plan(instances, models, root, names=None, allow_branch=False):
     return out
 
 
+def token_path(root, name):
+    """Where the token of model *name* is kept on the host (the role writes it, model_fetch reads it)."""
+    return f"{root.rstrip('/')}/.tokens/{name}"
+
+
+def check_entries(plan, root):
+    """What model_fetch needs of each planned model: name, source and token file ('' without a token)."""
+    return [{"name": e["name"], "source": e["source"], "token_file": token_path(root, e["name"]) if e["token"] else ""}
+            for e in plan]
+
+
 def token_files(plan, models, root):
     """The token file of each planned model, as entries of volta.serving.files: the token (0600, secret) of a
     model that has one, removed for one that has none. The role writes the two kinds in separate tasks,
     the first with no_log."""
     out = []
     for entry in plan:
-        path = f"{root.rstrip('/')}/.tokens/{entry['name']}"
+        path = token_path(root, entry["name"])
         if entry["token"]:
             out.append({"path": path, "content": str(models[entry["name"]]["hf"]["token"]), "mode": "0600",
                         "secret": True})

@@ -22,18 +22,26 @@ description:
     and M(volta.serving.long_step_wait) to see them.
   - After a verified fetch, other directories of the same model beyond the O(keep) newest are removed.
   - The token of a gated repository comes from O(token_file) into the client's E(HF_TOKEN), never from an argument.
+  - With O(models) instead of O(name) and O(source), checks every model of the list in one call (check mode only):
+    RV(models) holds each one's result, RV(changed_models) names those with something to fetch or remove.
 version_added: 0.2.0
 author:
   - volta.serving contributors (!UNKNOWN)
 options:
   name:
-    description: The model's name in C(volta_models); part of its directory name.
+    description: The model's name in C(volta_models); part of its directory name. Required without O(models).
     type: str
-    required: true
   source:
-    description: The model's source, as in C(volta_models) (one of C(hf), C(url) with C(sha256), C(path)).
+    description:
+      - The model's source, as in C(volta_models) (one of C(hf), C(url) with C(sha256), C(path)). Required without
+        O(models).
     type: dict
-    required: true
+  models:
+    description:
+      - Check several models in one call (check mode only), each with its own C(name), C(source) and C(token_file)
+        (as O(name), O(source), O(token_file)); the other options apply to all of them.
+    type: list
+    elements: dict
   root:
     description: The directory that holds every model's versioned directories.
     type: path
@@ -108,41 +116,50 @@ RETURN = r"""
 path:
   description: What an instance serves (the directory, the downloaded file, or the path).
   type: str
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 dir:
   description: The versioned directory (none for a path source).
   type: str
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 files:
   description: How many files the model has after filtering.
   type: int
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 total_bytes:
   description: The model's size.
   type: int
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 fetch:
   description: Each file downloaded (or to download in check mode) and why (missing, size, checksum).
   type: dict
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 downloaded_bytes:
   description: Bytes of the files fetched.
   type: int
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 free_bytes:
   description: Free bytes on the filesystem of the directory before the download.
   type: int
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 pruned:
   description: Directories of older revisions removed (or to remove), with their sizes.
   type: list
   elements: dict
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
 kept:
   description: Directories of this model kept.
   type: list
   elements: str
-  returned: always
+  returned: always (with O(models), in each entry of RV(models))
+models:
+  description: With O(models), each model's result (the return values above) under its name, in the list's order.
+  type: dict
+  returned: when O(models) is given
+changed_models:
+  description: With O(models), the names of the models with something to fetch or remove, in the list's order.
+  type: list
+  elements: str
+  returned: when O(models) is given
 """
 
 import os
@@ -339,8 +356,9 @@ def prune(module, p, src, result):
 
 
 ARGS = {
-    "name": {"type": "str", "required": True},
-    "source": {"type": "dict", "required": True},
+    "name": {"type": "str"},
+    "source": {"type": "dict"},
+    "models": {"type": "list", "elements": "dict"},
     "root": {"type": "path", "required": True},
     "endpoint": {"type": "str", "default": "https://huggingface.co"},
     "log": {"type": "path"},
@@ -379,14 +397,37 @@ def run(module):
     return result
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=True)
+def run_one(module):
     try:
-        result = run(module)
+        return run(module)
     except Exception as exc:
         module.fail_json(msg=f"{module.params['host'] or 'host'}: model {module.params['name']}: "
                          f"{m.explain(exc)}")
-    module.exit_json(**result)
+
+
+def check_all(module):
+    """Check each model of O(models) in turn, as run() checks one (its name, source and token file)."""
+    if not module.check_mode:
+        module.fail_json(msg="models checks several models in check mode only; fetch each one with name and source")
+    checks, shared = {}, dict(module.params)
+    for entry in module.params["models"]:
+        lacks = [k for k in ("name", "source") if not entry.get(k)]
+        if lacks:
+            module.fail_json(msg=f"an entry of models lacks {', '.join(lacks)}: give name, source and token_file")
+        module.params = {**shared, "models": None, "name": entry["name"], "source": entry["source"],
+                         "token_file": entry.get("token_file") or None}
+        os.environ.pop("HF_TOKEN", None)  # one model's token never reaches the next one's client
+        checks[entry["name"]] = run_one(module)
+    module.params = shared
+    changed = [name for name, check in checks.items() if check["changed"]]
+    return {"changed": bool(changed), "models": checks, "changed_models": changed}
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=True,
+                           mutually_exclusive=[("models", "name"), ("models", "source")],
+                           required_one_of=[("models", "name")], required_by={"name": "source"})
+    module.exit_json(**(check_all(module) if module.params["models"] is not None else run_one(module)))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.volta.serving.plugins.filter.model_plan import (
     FilterModule,
+    model_check_entries,
     model_paths,
     model_plan,
     model_preflight_reads,
@@ -23,7 +24,8 @@ def test_the_filters_are_registered():
     assert FilterModule().filters() == {"model_plan": model_plan, "model_paths": model_paths,
                                         "model_preflight_reads": model_preflight_reads,
                                         "model_switch_back": model_switch_back,
-                                        "model_token_files": model_token_files}
+                                        "model_token_files": model_token_files,
+                                        "model_check_entries": model_check_entries}
 
 
 def test_preflight_reads_never_fails_on_a_bad_inventory():
@@ -71,3 +73,15 @@ def test_token_files_write_a_set_token_and_remove_an_unset_one():
     assert model_token_files(plan, models, "/srv/m/") == [
         {"path": "/srv/m/.tokens/tiny", "content": "hf_x", "mode": "0600", "secret": True},
         {"path": "/srv/m/.tokens/open", "state": "absent"}]
+
+
+def test_check_entries_name_each_model_with_its_source_and_token_file():
+    models = dict(MODELS, open={"hf": {"repo": "volta-lab/open", "revision": C1}})
+    plan = model_plan([], models, "/srv/m", names=["tiny", "open"])
+    entries = model_check_entries(plan, "/srv/m/")
+    assert entries == [{"name": "tiny", "source": plan[0]["source"], "token_file": "/srv/m/.tokens/tiny"},
+                       {"name": "open", "source": plan[1]["source"], "token_file": ""}]
+    assert "hf_x" not in repr(entries)  # the token stays in its file
+    # The same path as the token file the role writes.
+    assert entries[0]["token_file"] == model_token_files(plan, models, "/srv/m")[0]["path"]
+    assert model_check_entries([], "/srv/m") == []

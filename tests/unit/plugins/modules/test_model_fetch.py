@@ -154,3 +154,45 @@ def test_path_source_is_only_checked(capsys, hub, tmp_path):
     rc, out = fetch(capsys, hub, tmp_path, {"path": str(tmp_path / "no")}, name="local")
     assert rc == 1 and "does not exist; a path source is only checked" in out["msg"]
     assert os.listdir(tmp_path) == []
+
+
+def check_all(capsys, hub, root, models, check=True):
+    args = {"models": models, "root": str(root), "endpoint": hub, "host": "h", "_ansible_check_mode": check}
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        model_fetch.main()
+    return exc.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_one_call_checks_every_model(capsys, hub, tmp_path):
+    rc, _out = fetch(capsys, hub, tmp_path, hf(R1))
+    assert rc == 0
+    good = tmp_path / "good"
+    good.write_text(hubrepos.LAB_TOKEN + "\n")
+    models = [{"name": "tiny", "source": hf(R1), "token_file": ""},
+              {"name": "gated", "source": hf(G1, GATED), "token_file": str(good)},
+              {"name": "local", "source": {"path": str(tmp_path)}}]
+    rc, out = check_all(capsys, hub, tmp_path, models)
+    assert rc == 0 and out["changed"] is True and out["changed_models"] == ["gated"]
+    assert list(out["models"]) == ["tiny", "gated", "local"]
+    assert out["models"]["tiny"]["changed"] is False and out["models"]["tiny"]["fetch"] == {}
+    assert out["models"]["gated"]["fetch"] and out["models"]["gated"]["downloaded_bytes"] > 0
+    assert out["models"]["local"]["path"] == str(tmp_path)
+    assert not (tmp_path / f"gated@{G1}").exists()  # checked, not fetched
+    assert hubrepos.LAB_TOKEN not in json.dumps(out)
+
+
+def test_one_models_token_never_reaches_the_next_one(capsys, hub, tmp_path):
+    good = tmp_path / "good"
+    good.write_text(hubrepos.LAB_TOKEN + "\n")
+    rc, out = check_all(capsys, hub, tmp_path, [{"name": "a", "source": hf(G1, GATED), "token_file": str(good)},
+                                                 {"name": "b", "source": hf(G1, GATED), "token_file": ""}])
+    assert rc == 1 and out["msg"].startswith("h: model b:") and "Cannot access gated repo" in out["msg"]
+
+
+def test_several_models_are_only_checked(capsys, hub, tmp_path):
+    rc, out = check_all(capsys, hub, tmp_path, [{"name": "tiny", "source": hf(R1)}], check=False)
+    assert rc == 1 and "check mode only" in out["msg"] and not (tmp_path / f"tiny@{R1}").exists()
+    rc, out = check_all(capsys, hub, tmp_path, [{"name": "tiny"}])
+    assert rc == 1 and "an entry of models lacks source" in out["msg"]
+    rc, out = fetch(capsys, hub, tmp_path, hf(R1), models=[])
+    assert rc == 1 and "mutually exclusive" in out["msg"]
