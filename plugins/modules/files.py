@@ -95,7 +95,7 @@ options:
         default: present
   exists:
     description:
-      - Paths only read, after the changes: RV(exists) says whether each exists (a role that writes its files
+      - Paths only read, after the changes; RV(exists) says whether each exists (a role that writes its files
         anyway learns, in the same call, whether a program it installs elsewhere is there).
     type: list
     elements: path

@@ -22,7 +22,7 @@ description:
     and M(volta.serving.long_step_wait) to see them.
   - After a verified fetch, other directories of the same model beyond the O(keep) newest are removed.
   - The token of a gated repository comes from O(token_file) into the client's E(HF_TOKEN), never from an argument.
-  - With O(models) instead of O(name) and O(source), checks every model of the list in one call (check mode only):
+  - With O(models) instead of O(name) and O(source), checks every model of the list in one call (check mode only);
     RV(models) holds each one's result, RV(changed_models) names those with something to fetch or remove.
 version_added: 0.2.0
 author:

@@ -174,7 +174,7 @@ lock_waited:
   returned: always
 read_sources:
   description:
-    - Per file of O(read_sources), its C(mode) (octal string) and C(paragraphs) (one C({field: value}) per deb822
+    - Per file of O(read_sources), its C(mode) (octal string) and C(paragraphs) (one dict of fields per deb822
       paragraph, comments left out); V(null) for a file that does not exist.
   type: dict
   returned: always

@@ -184,8 +184,9 @@ def test_one_call_checks_every_model(capsys, hub, tmp_path):
 def test_one_models_token_never_reaches_the_next_one(capsys, hub, tmp_path):
     good = tmp_path / "good"
     good.write_text(hubrepos.LAB_TOKEN + "\n")
-    rc, out = check_all(capsys, hub, tmp_path, [{"name": "a", "source": hf(G1, GATED), "token_file": str(good)},
-                                                 {"name": "b", "source": hf(G1, GATED), "token_file": ""}])
+    models = [{"name": "a", "source": hf(G1, GATED), "token_file": str(good)},
+              {"name": "b", "source": hf(G1, GATED), "token_file": ""}]
+    rc, out = check_all(capsys, hub, tmp_path, models)
     assert rc == 1 and out["msg"].startswith("h: model b:") and "Cannot access gated repo" in out["msg"]
 
 
