@@ -10,7 +10,7 @@ module: unit_state
 short_description: The state of the engine units of a host, read in one call
 description:
   - For each of O(instances), reads whether its engine program exists, whether its unit is active and
-    enabled (C(systemctl is-active), C(systemctl is-enabled), one call each for all units), which install
+    enabled (C(systemctl is-active), C(systemctl is-enabled), one run per unit and verb), which install
     its engine's C(current) link points at, the sha256 of that install's record, and the install the
     instance was last started on (C(<state_dir>/<name>.started)).
   - Reports the instances that run another install than their engine's current one (RV(stale_engine)) and the
@@ -173,14 +173,15 @@ def _sha256(path):
         return ""
 
 
-def _instance(params, instance, active, enabled):
+def _instance(params, instance, states):
     link = instance["engine_dir"]
     link_exists = os.path.lexists(link)
     now = _unit_state.install_now(os.readlink(link) if os.path.islink(link) else "",
                                   _sha256(os.path.join(link, params["record"])))
     started = (_text(os.path.join(params["state_dir"], f"{instance['name']}.started")) or "").strip()
-    return {"program_exists": os.path.exists(instance["argv"][0]), "active": active.get(instance["unit"], ""),
-            "enabled": enabled.get(instance["unit"], ""), "link_exists": link_exists, "now": now,
+    state = states[instance["unit"]]
+    return {"program_exists": os.path.exists(instance["argv"][0]), "active": state["active"],
+            "enabled": state["enabled"], "link_exists": link_exists, "now": now,
             "started": started}
 
 
@@ -207,9 +208,7 @@ def main():
                                  "plan's instances (volta.serving.serving_plan's plan.instances)")
     units = [i["unit"] for i in params["instances"]]
     states = _unit_state.systemctl_states(module, units, required=True)
-    active = {unit: state["active"] for unit, state in states.items()}
-    enabled = {unit: state["enabled"] for unit, state in states.items()}
-    read = {i["name"]: _instance(params, i, active, enabled) for i in params["instances"]}
+    read = {i["name"]: _instance(params, i, states) for i in params["instances"]}
     stale = [e for e in (_unit_state.stale_entry(i, read[i["name"]]["link_exists"], read[i["name"]]["now"],
                                                  read[i["name"]]["started"]) for i in params["instances"]) if e]
     module.exit_json(
