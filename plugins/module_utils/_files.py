@@ -10,6 +10,7 @@ validates every new file before it writes any, so a refused file leaves every pa
 from __future__ import annotations
 
 import hashlib
+import re
 import stat
 
 SECRET_DIFF = "(secret: content not shown)\n"  # noqa: S105  a placeholder, not a password
@@ -102,3 +103,25 @@ def validate_argv(command, path):
     if "%s" not in command:
         raise ValueError(f"validate command {command!r} has no %s (the place of the file to check)")
     return [path if part == "%s" else part.replace("%s", path) for part in command.split()]
+
+
+def manifest_entries(manifest, listed):
+    """The O(files) entries that keep a list of written files: removals, then the list itself.
+
+    manifest: the module's O(manifest) (path, paths, match, secret, mode); listed: the text of the list an
+    earlier run wrote (None: there is none). A listed path that does not match manifest['match'] is
+    left alone; one that matches and is not in manifest['paths'] any more is removed. The list is
+    written when there are paths to list or a list is already there.
+    """
+    try:
+        match = re.compile(manifest["match"])
+    except re.error as err:
+        raise ValueError(f"match {manifest['match']!r} is not a regular expression ({err})") from None
+    wanted = sorted(set(manifest["paths"]))
+    old = [line for line in (listed or "").splitlines() if match.search(line)]
+    out = [{"path": path, "state": "absent", "secret": manifest["secret"]}
+           for path in sorted(set(old) - set(wanted))]
+    if wanted or listed is not None:
+        out.append({"path": manifest["path"], "content": "".join(f"{path}\n" for path in wanted),
+                    "mode": manifest["mode"]})
+    return out

@@ -14,7 +14,8 @@ description:
   - A role's configuration becomes one task (one round trip to the host) instead of one per file; templates
     (O(files[].template)) are rendered on the controller, each with its own O(files[].template_vars).
   - Every new or changed file is checked with its O(files[].validate) command before any path is touched,
-    so a refused file leaves every directory and file as it was.
+    so a refused file leaves every directory and file as it was. The exception is a O(files[].helper): a
+    program those commands run is written, with the directories, before the other files are checked.
   - Files are written to a temporary file beside the target and moved over it.
   - A link or a directory where a file is wanted (or a file where a directory is wanted) fails the task,
     naming the path; nothing is replaced.
@@ -93,6 +94,45 @@ options:
         type: str
         choices: [present, absent]
         default: present
+      helper:
+        description:
+          - A program that the O(files[].validate) commands of the same call run (a role's checker of its own
+            configuration). It is written, together with the directories, before the other files are checked,
+            so one call installs the checker and writes what it checks.
+          - A refused file then leaves the helper and the directories written, every other file as it was.
+          - Not with O(files[].validate) or O(files[].state=absent).
+        type: bool
+        default: false
+  manifest:
+    description:
+      - A list of the files a role writes, kept on the host, so that a later run removes what an earlier run
+        wrote and it no longer writes, and never a file the role did not write (another program's).
+      - The list of an earlier run is read in this call; each path of it that matches O(manifest.match) and is
+        not in O(manifest.paths) is removed (as a O(files[].state=absent) entry after O(files)). Then the list
+        is written with O(manifest.paths), when there are any or a list is already there.
+    type: dict
+    suboptions:
+      path:
+        description: Where the list is kept (one absolute path per line).
+        type: path
+        required: true
+      paths:
+        description: The files the role writes now (in O(files), or left out this run but still its own).
+        type: list
+        elements: path
+        default: []
+      match:
+        description: A regular expression; a listed path that does not match it is never removed.
+        type: str
+        required: true
+      secret:
+        description: The removed files are secret (their content is not shown in a diff).
+        type: bool
+        default: false
+      mode:
+        description: Octal mode of the list, as a string.
+        type: str
+        default: "0600"
   exists:
     description:
       - Paths only read, after the changes; RV(exists) says whether each exists (a role that writes its files
@@ -172,10 +212,17 @@ ARGUMENT_SPEC = {
                           # Rendered into content by the action plugin (plugins/action/files.py).
                           "template": {"type": "str"}, "template_vars": {"type": "dict", "default": {}},
                           "secret": {"type": "bool", "default": False, "no_log": False},
-                          "state": {"type": "str", "choices": ["present", "absent"], "default": "present"}},
+                          "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+                          "helper": {"type": "bool", "default": False}},
               "required_if": [("state", "present", ["content"])]},
+    "manifest": {"type": "dict", "options": {
+        "path": {"type": "path", "required": True}, "paths": {"type": "list", "elements": "path", "default": []},
+        "match": {"type": "str", "required": True}, "secret": {"type": "bool", "default": False, "no_log": False},
+        "mode": {"type": "str", "default": "0600"}}},
     "exists": {"type": "list", "elements": "path", "default": []},
 }
+_FILE_DEFAULTS = {"owner": "root", "group": "root", "mode": "0644", "content": None, "validate": None,
+                  "template": None, "template_vars": {}, "secret": False, "state": "present", "helper": False}
 
 
 def _ids(module, want):
@@ -231,8 +278,12 @@ def _plan(module):
     return out
 
 
-def _validate(module, plan):
-    """Run every changed file's validate command on its new content; fail before any write."""
+def _validate(module, plan, written):
+    """Run every changed file's validate command on its new content; fail before any other write.
+
+    written: what was already written before the checks (the directories and helpers), named in the message."""
+    unchanged = "Nothing was changed." if not written else \
+        f"Nothing else was changed (written before the checks: {', '.join(written)})."
     for kind, want, changes, _current, _uid, _gid in plan:
         if kind != "file" or not want.get("validate") or not {"created", "content"} & set(changes):
             continue
@@ -246,7 +297,7 @@ def _validate(module, plan):
         rc, out, err = module.run_command(argv)
         if rc != 0:
             module.fail_json(msg=f"{want['path']}: the new content fails `{want['validate']}` (rc {rc}): "
-                                 f"{(err or out).strip()[-1500:]}. Nothing was changed.")
+                                 f"{(err or out).strip()[-1500:]}. {unchanged}")
 
 
 def _apply_file(module, want, uid, gid):
@@ -280,13 +331,42 @@ def _apply(module, plan):
             os.chown(want["path"], uid, gid)
 
 
+def _first(plan):
+    """The part of the plan written before the checks: the directories and the helpers, when a helper changes."""
+    if not any(kind == "file" and want["helper"] and changes for kind, want, changes, *_rest in plan):
+        return []
+    return [entry for entry in plan if entry[0] == "directory" or entry[1]["helper"]]
+
+
+def _add_manifest(module):
+    """Append to O(files) the removals and the new list that O(manifest) calls for (the old list read here)."""
+    manifest = module.params["manifest"]
+    if not manifest:
+        return
+    st = _lstat(manifest["path"])
+    if st is not None and not os.path.isfile(manifest["path"]):
+        module.fail_json(msg=f"{manifest['path']} (the list of written files) is not a plain file; move it away. "
+                             "Nothing was changed.")
+    old = _read(manifest["path"], st)
+    try:
+        entries = _files.manifest_entries(manifest, None if old is None else old.decode("utf-8", "replace"))
+    except ValueError as err:
+        module.fail_json(msg=f"{manifest['path']}: {err}. Nothing was changed.")
+    module.params["files"].extend(dict(_FILE_DEFAULTS, **entry) for entry in entries)
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    _add_manifest(module)
     for want in module.params["directories"] + module.params["files"]:
         try:
             _files._mode(want["mode"])
         except ValueError as err:
             module.fail_json(msg=f"{want['path']}: {err}")
+    for want in module.params["files"]:
+        if want["helper"] and (want["validate"] or want["state"] == "absent"):
+            module.fail_json(msg=f"{want['path']}: a helper is written before the checks and is neither checked "
+                                 "nor removed; drop validate (or state absent) or helper. Nothing was changed.")
     plan = _plan(module)
     changed_paths = [want["path"] for _kind, want, changes, *_rest in plan if changes]
     result = {"changed": bool(changed_paths), "changed_paths": changed_paths,
@@ -297,8 +377,11 @@ def main():
                  for kind, want, changes, current, _uid, _gid in plan]
         result["diff"] = [d for d in diffs if d]
     if changed_paths and not module.check_mode:
-        _validate(module, plan)
-        _apply(module, plan)
+        first = _first(plan)
+        _apply(module, first)
+        rest = [entry for entry in plan if entry not in first]
+        _validate(module, rest, [want["path"] for _kind, want, changes, *_r in first if changes])
+        _apply(module, rest)
     result["exists"] = {path: os.path.exists(path) for path in module.params["exists"]}
     module.exit_json(**result)
 

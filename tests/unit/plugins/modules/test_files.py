@@ -147,3 +147,109 @@ def test_exists_in_check_mode_reads_the_host_as_it_is(capsys, tmp_path):
     _rc, out = run(capsys, {**spec(tmp_path), "exists": [str(tmp_path / "etc")], "_ansible_check_mode": True},
                    tmp_path)
     assert out["changed"] is True and out["exists"] == {str(tmp_path / "etc"): False}
+
+
+def _checker(tmp_path):
+    """A helper program that accepts a file containing 'ok' (the shape of nginx-validate and verify-unit)."""
+    return {"path": str(tmp_path / "etc" / "check"), "content": "#!/bin/sh\ngrep -q ok \"$1\"\n", "owner": ME,
+            "group": MY_GROUP, "mode": "0755", "helper": True}
+
+
+def test_a_helper_is_written_before_the_files_it_checks(capsys, tmp_path):
+    args = spec(tmp_path, content="ok\n", validate=f"{tmp_path / 'etc' / 'check'} %s")
+    args["files"].insert(0, _checker(tmp_path))
+    rc, out = run(capsys, args, tmp_path)
+    assert rc == 0, out
+    assert out["changed_paths"] == [str(tmp_path / "etc"), str(tmp_path / "etc" / "check"),
+                                    str(tmp_path / "etc" / "a.conf")]
+    assert (tmp_path / "etc" / "a.conf").read_text() == "ok\n"
+    _rc, again = run(capsys, args, tmp_path)
+    assert again["changed"] is False
+
+
+def test_a_file_its_helper_refuses_leaves_only_the_helper_written(capsys, tmp_path):
+    args = spec(tmp_path, content="bad\n", validate=f"{tmp_path / 'etc' / 'check'} %s")
+    args["files"].insert(0, _checker(tmp_path))
+    rc, out = run(capsys, args, tmp_path)
+    assert rc == 1
+    assert out["msg"].startswith(f"{tmp_path / 'etc' / 'a.conf'}: the new content fails ")
+    assert out["msg"].endswith(f"Nothing else was changed (written before the checks: {tmp_path / 'etc'}, "
+                               f"{tmp_path / 'etc' / 'check'}).")
+    assert sorted(p.name for p in (tmp_path / "etc").iterdir()) == ["check"]
+
+
+def test_a_helper_in_check_mode_is_not_written(capsys, tmp_path):
+    args = spec(tmp_path, content="ok\n", validate=f"{tmp_path / 'etc' / 'check'} %s")
+    args["files"].insert(0, _checker(tmp_path))
+    rc, out = run(capsys, {**args, "_ansible_check_mode": True}, tmp_path)
+    assert rc == 0 and str(tmp_path / "etc" / "check") in out["changed_paths"]
+    assert not (tmp_path / "etc").exists()
+
+
+def test_a_checked_helper_is_refused(capsys, tmp_path):
+    args = spec(tmp_path)
+    args["files"].insert(0, {**_checker(tmp_path), "validate": "true %s"})
+    rc, out = run(capsys, args, tmp_path)
+    assert rc == 1
+    assert out["msg"] == (f"{tmp_path / 'etc' / 'check'}: a helper is written before the checks and is neither "
+                          "checked nor removed; drop validate (or state absent) or helper. Nothing was changed.")
+    assert not (tmp_path / "etc").exists()
+
+
+def _keys(tmp_path, *names):
+    """A key-file call with a manifest (the shape of api_gateway's keys.yml) writing names in etc/."""
+    etc = tmp_path / "etc"
+    return {"directories": [{"path": str(etc), "owner": ME, "group": MY_GROUP, "mode": "0750"}],
+            "files": [{"path": str(etc / n), "content": f"{n}\n", "owner": ME, "group": MY_GROUP, "mode": "0600",
+                       "secret": True} for n in names],
+            "manifest": {"path": str(etc / ".list"), "paths": [str(etc / n) for n in names],
+                         "match": f"^{etc}/[^/]+\\.(env|key)$", "secret": True}}
+
+
+def test_a_manifest_removes_what_an_earlier_run_wrote_and_no_longer_writes(capsys, tmp_path):
+    if os.getuid() != 0:
+        pytest.skip("the list of written files is root:root")
+    etc = tmp_path / "etc"
+    rc, out = run(capsys, _keys(tmp_path, "a.env", "b.key"), tmp_path)
+    assert rc == 0 and out["changed_paths"][-1] == str(etc / ".list")
+    assert (etc / ".list").read_text() == f"{etc / 'a.env'}\n{etc / 'b.key'}\n"
+    assert stat.S_IMODE((etc / ".list").stat().st_mode) == 0o600
+    (etc / "other.key").write_text("another program's\n")  # never listed: never removed
+    _rc, again = run(capsys, _keys(tmp_path, "a.env", "b.key"), tmp_path)
+    assert again["changed"] is False
+    _rc, fewer = run(capsys, {**_keys(tmp_path, "a.env"), "_ansible_diff": True}, tmp_path)
+    assert fewer["paths"][str(etc / "b.key")] == ["removed"]
+    assert sorted(p.name for p in etc.iterdir()) == [".list", "a.env", "other.key"]
+    assert (etc / ".list").read_text() == f"{etc / 'a.env'}\n"
+    assert "b.key\n" not in json.dumps(fewer["diff"])  # a removed secret file's content is not shown
+
+
+def test_a_manifest_ignores_listed_paths_outside_its_match(capsys, tmp_path):
+    if os.getuid() != 0:
+        pytest.skip("the list of written files is root:root")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    outside = tmp_path / "elsewhere.key"
+    outside.write_text("x\n")
+    (etc / ".list").write_text(f"{outside}\n{etc / 'a.env'}\n")
+    (etc / "a.env").write_text("old\n")
+    _rc, check = run(capsys, {**_keys(tmp_path), "_ansible_check_mode": True}, tmp_path)
+    assert check["paths"][str(etc / "a.env")] == ["removed"] and (etc / "a.env").exists()
+    rc, _out = run(capsys, _keys(tmp_path), tmp_path)
+    assert rc == 0 and not (etc / "a.env").exists() and outside.exists()
+    assert (etc / ".list").read_text() == ""
+
+
+def test_no_manifest_is_written_with_nothing_to_list(capsys, tmp_path):
+    rc, out = run(capsys, _keys(tmp_path), tmp_path)
+    assert rc == 0 and not (tmp_path / "etc" / ".list").exists()
+    assert str(tmp_path / "etc" / ".list") not in out["paths"]
+
+
+def test_a_bad_manifest_match_is_named(capsys, tmp_path):
+    args = _keys(tmp_path, "a.env")
+    args["manifest"]["match"] = "(["
+    rc, out = run(capsys, args, tmp_path)
+    assert rc == 1
+    assert out["msg"].startswith(f"{tmp_path / 'etc' / '.list'}: match '([' is not a regular expression (")
+    assert not (tmp_path / "etc").exists()
