@@ -14,8 +14,8 @@ description:
   - A role's configuration becomes one task (one round trip to the host) instead of one per file; templates
     (O(files[].template)) are rendered on the controller, each with its own O(files[].template_vars).
   - Every new or changed file is checked with its O(files[].validate) command before any path is touched,
-    so a refused file leaves every directory and file as it was. The exception is a O(files[].helper): a
-    program those commands run is written, with the directories, before the other files are checked.
+    so a refused file leaves every directory and file as it was. The exception is a O(files[].helper), a
+    program those commands run, which is written with the directories before the other files are checked.
   - Files are written to a temporary file beside the target and moved over it.
   - A link or a directory where a file is wanted (or a file where a directory is wanted) fails the task,
     naming the path; nothing is replaced.
