@@ -221,8 +221,8 @@ ARGUMENT_SPEC = {
         "mode": {"type": "str", "default": "0600"}}},
     "exists": {"type": "list", "elements": "path", "default": []},
 }
-_FILE_DEFAULTS = {"owner": "root", "group": "root", "mode": "0644", "content": None, "validate": None,
-                  "template": None, "template_vars": {}, "secret": False, "state": "present", "helper": False}
+# What AnsibleModule fills in for an O(files) entry left at its defaults (the manifest's entries).
+_FILE_DEFAULTS = {name: spec.get("default") for name, spec in ARGUMENT_SPEC["files"]["options"].items()}
 
 
 def _ids(module, want):
