@@ -26,6 +26,7 @@ def _docs():
 
 
 DOCS = list(_docs())
+YML_DOCS = sorted(PLUGINS.rglob("*.yml"))
 
 
 def test_the_plugins_have_docs():
@@ -35,8 +36,6 @@ def test_the_plugins_have_docs():
 @pytest.mark.parametrize("text", DOCS)
 def test_the_docs_parse(text):
     assert yaml.safe_load(text) is not None
-
-YML_DOCS = sorted(PLUGINS.rglob("*.yml"))
 
 
 @pytest.mark.parametrize("path", YML_DOCS, ids=lambda p: str(p.relative_to(PLUGINS)))
