@@ -331,11 +331,12 @@ def _apply(module, plan):
             os.chown(want["path"], uid, gid)
 
 
-def _first(plan):
-    """The part of the plan written before the checks: the directories and the helpers, when a helper changes."""
+def _split(plan):
+    """(written before the checks, the rest): the directories and the helpers go first when a helper changes."""
     if not any(kind == "file" and want["helper"] and changes for kind, want, changes, *_rest in plan):
-        return []
-    return [entry for entry in plan if entry[0] == "directory" or entry[1]["helper"]]
+        return [], plan
+    early = {id(entry) for entry in plan if entry[0] == "directory" or entry[1]["helper"]}
+    return [entry for entry in plan if id(entry) in early], [entry for entry in plan if id(entry) not in early]
 
 
 def _add_manifest(module):
@@ -377,9 +378,8 @@ def main():
                  for kind, want, changes, current, _uid, _gid in plan]
         result["diff"] = [d for d in diffs if d]
     if changed_paths and not module.check_mode:
-        first = _first(plan)
+        first, rest = _split(plan)
         _apply(module, first)
-        rest = [entry for entry in plan if entry not in first]
         _validate(module, rest, [want["path"] for _kind, want, changes, *_r in first if changes])
         _apply(module, rest)
     result["exists"] = {path: os.path.exists(path) for path in module.params["exists"]}
