@@ -828,36 +828,52 @@ def build_report(
     ``uv_python`` and ``onecat_wheel``.
     """
     pins = default_settings()
-    driver_branch, driver_kernel_module = driver_branch or pins["driver_branch"], driver_kernel_module or pins[
-        "driver_kernel_module"]
-    cuda_version, engines_root = cuda_version or pins["cuda_version"], engines_root or pins["engines_root"]
-    server, instances, findings = _host_inputs(host, server, instances)
-    findings += check_server_inputs(host, server) + check_gateway(host, gateway)
-    findings += check_secrets_dir(host, secrets_dir) + check_engines_root(host, engines_root)
-    findings += check_example_keys(host, key_sha256, lab) + check_start_limit(host, units)
-    merged, profile_findings = merge_profiles(profiles, host)
-    islands, island_findings = _islands(host, server)
-    findings += profile_findings + island_findings
+    engines_root = engines_root or pins["engines_root"]
     settings = {
-        "driver_branch": driver_branch, "driver_kernel_module": driver_kernel_module, "cuda_version": cuda_version,
+        "driver_branch": driver_branch or pins["driver_branch"],
+        "driver_kernel_module": driver_kernel_module or pins["driver_kernel_module"],
+        "cuda_version": cuda_version or pins["cuda_version"],
         "engine_versions": engine_versions, "ssh_port": ssh_port, "keyed_instances": keyed_instances,
         "host_key": host_key, "generate_keys": generate_keys, "reserved_ports": reserved_ports,
         "build_packages": build_packages, "ram_need_gb": ram_need_gb,
         **{("host_platform" if k == "host" else k): v for k, v in (platform or {}).items()},
     }
-    ctx = _context(host, server, islands, settings)
-    normalised, inst_findings = _normalise_all(host, instances, merged)
+    server, instances, findings = _host_inputs(host, server, instances)
+    findings += _host_wide_findings(host, server, gateway=gateway, secrets_dir=secrets_dir,
+                                    engines_root=engines_root, key_sha256=key_sha256, lab=lab, units=units)
+    merged, profile_findings = merge_profiles(profiles, host)
+    islands, island_findings = _islands(host, server)
+    findings += profile_findings + island_findings
+    normalised, instance_findings = _checked_instances(
+        host, instances, merged, _context(host, server, islands, settings), server, gpu_facts, model_facts)
+    findings = apply_allow(findings + instance_findings, [inst for inst in normalised if inst["name"]], host)
+    return _report(host, server, _plan_entries(normalised, merged, findings, engines_root, secrets_dir), findings)
+
+
+def _host_wide_findings(host, server, *, gateway, secrets_dir, engines_root, key_sha256, lab, units):
+    """The findings that concern the host rather than one instance: its description, the gateway's
+    settings, the secrets and engines directories, the example keys and the units' start limit."""
+    return (check_server_inputs(host, server) + check_gateway(host, gateway)
+            + check_secrets_dir(host, secrets_dir) + check_engines_root(host, engines_root)
+            + check_example_keys(host, key_sha256, lab) + check_start_limit(host, units))
+
+
+def _checked_instances(host, instances, profiles, ctx, server, gpu_facts, model_facts):
+    """``(normalised instances, findings)``: each instance normalised, then every rule over all of them."""
+    normalised, findings = _normalise_all(host, instances, profiles)
     infer_families(normalised, model_facts)
-    findings += inst_findings + _check_all(normalised, ctx, server, gpu_facts)
+    findings += _check_all(normalised, ctx, server, gpu_facts)
     findings += check_models(normalised, ctx, server, model_facts)
-    findings = apply_allow(findings, [inst for inst in normalised if inst["name"]], host)
-    plan_instances = _plan_entries(normalised, merged, findings, engines_root, secrets_dir)
-    gateway_ports = sorted(entry["public_port"] for entry in plan_instances if entry["enabled"])
+    return normalised, findings
+
+
+def _report(host, server, plan_instances, findings):
+    """build_report's answer: the plan of the plannable instances and every finding, counted by severity."""
     return {
         "host": host,
         "plan": {
             "host": host,
-            "gateway_ports": gateway_ports,
+            "gateway_ports": sorted(entry["public_port"] for entry in plan_instances if entry["enabled"]),
             "instances": plan_instances,
             "unit_sandbox": unit_sandbox(server.get("gpu_count")),
         },
