@@ -847,7 +847,8 @@ def build_report(
     normalised, instance_findings = _checked_instances(
         host, instances, merged, _context(host, server, islands, settings), server, gpu_facts, model_facts)
     findings = apply_allow(findings + instance_findings, [inst for inst in normalised if inst["name"]], host)
-    return _report(host, server, _plan_entries(normalised, merged, findings, engines_root, secrets_dir), findings)
+    entries = _plan_entries(normalised, merged, findings, engines_root, secrets_dir)
+    return _report(host, server, secrets_dir, entries, findings)
 
 
 def _host_wide_findings(host, server, *, gateway, secrets_dir, engines_root, key_sha256, lab, units):
@@ -867,7 +868,7 @@ def _checked_instances(host, instances, profiles, ctx, server, gpu_facts, model_
     return normalised, findings
 
 
-def _report(host, server, plan_instances, findings):
+def _report(host, server, secrets_dir, plan_instances, findings):
     """build_report's answer: the plan of the plannable instances and every finding, counted by severity."""
     return {
         "host": host,
@@ -876,6 +877,7 @@ def _report(host, server, plan_instances, findings):
             "gateway_ports": sorted(entry["public_port"] for entry in plan_instances if entry["enabled"]),
             "instances": plan_instances,
             "unit_sandbox": unit_sandbox(server.get("gpu_count")),
+            "secrets_dir": secrets_dir,
         },
         "findings": findings,
         "errors": sum(1 for f in findings if f["severity"] == ERROR),

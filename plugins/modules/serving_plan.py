@@ -312,6 +312,11 @@ plan:
       sample: {"device_allow": ["char-nvidia-frontend rw", "char-nvidia-uvm rw", "/dev/nvidiactl rw",
                                 "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw", "/dev/nvidia0 rw"],
                "address_families": ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"]}
+    secrets_dir:
+      description: The directory of the instances' key and environment files (C(volta_secrets_dir)).
+      type: str
+      returned: always
+      sample: /etc/volta/secrets
     instances:
       description: One entry per instance that could be planned, in inventory order.
       type: list

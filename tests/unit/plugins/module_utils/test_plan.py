@@ -473,6 +473,15 @@ def test_disabled_instance_may_share_gpus_and_ports():
     assert [i["enabled"] for i in report["plan"]["instances"]] == [True, False]
 
 
+def test_plan_names_the_secrets_directory_of_its_key_files():
+    default = run(SXM2, [COMMAND_R, with_(GGUF, gpus=[8, 9], port=8003)])["plan"]
+    assert default["secrets_dir"] == "/etc/volta/secrets"
+    moved = run(SXM2, [COMMAND_R, with_(GGUF, gpus=[8, 9], port=8003)], secrets_dir="/srv/volta/keys")["plan"]
+    assert moved["secrets_dir"] == "/srv/volta/keys"
+    assert [i["environment_file"] or i["api_key_file"] for i in moved["instances"]] == [
+        "/srv/volta/keys/command-r.env", "/srv/volta/keys/deepseek-lite.key"]
+
+
 def test_profile_override_changes_the_default():
     report = run(SXM2, [COMMAND_R], profiles={"vllm": {"gpu_memory_utilization": 0.85}})
     argv = report["plan"]["instances"][0]["argv"]
