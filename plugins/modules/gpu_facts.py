@@ -63,7 +63,20 @@ options:
         same call; its result is RV(glibc). Omitted, nothing is run.
     type: list
     elements: str
+  connect_wait:
+    description:
+      - Seconds to wait for a host that does not answer (unreachable) before the read fails. The action plugin tries
+        again every second, resetting the connection, until the host answers or the time is up; the read is then
+        the check that the host answers, with no round trip of its own.
+      - The failure after the wait has RV(unreachable_after) and a message that names the last connection error.
+      - V(0) (the default) waits for nothing; an unreachable host is then unreachable, as for any module.
+    type: int
+    default: 0
 attributes:
+  action:
+    support: full
+    description: The action plugin of the same name runs the module, again while a host does not answer within
+      O(connect_wait).
   check_mode:
     support: full
     description: The module only reads; it runs the same way in check mode.
@@ -240,6 +253,11 @@ glibc:
   type: dict
   returned: when O(glibc_command) is set
   sample: {rc: 0, stdout: "glibc 2.39\n", stderr: ""}
+unreachable_after:
+  description: The seconds the read waited for a host that did not answer within O(connect_wait) (the task fails).
+  type: int
+  returned: when the host did not answer within O(connect_wait)
+  sample: 20
 """
 
 import glob
@@ -357,6 +375,8 @@ def main():
             secure_boot=dict(type="bool", default=False),
             paths=dict(type="list", elements="str", default=[]),
             glibc_command=dict(type="list", elements="str"),
+            # Used by the action plugin (plugins/action/gpu_facts.py), which never passes it on.
+            connect_wait=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )

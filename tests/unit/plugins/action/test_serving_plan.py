@@ -375,6 +375,21 @@ def inventory_keys(name):
     return keys
 
 
+def test_an_unreachable_host_is_waited_for_then_stopped_with_the_reason(tmp_path):
+    # Detection on, hosts at TEST-NET-1 addresses: the first read of each host does not connect; preflight waits
+    # for it, then stops it with the reason and the fix.
+    inventory = unreachable_copy("sim", tmp_path)
+    rc, out = run_preflight(inventory, tmp_path, "-e", "volta_preflight_detect=true",
+                            "-e", "preflight_connect_timeout=1")
+    assert rc != 0, out
+    for host, address in (("sxm2", "192.0.2.1"), ("pcie", "192.0.2.2")):
+        # The read itself waited (volta.serving.gpu_facts connect_wait: preflight_connect_timeout * 2).
+        assert re.search(rf"{host}: unreachable \(timed out waiting 2 s for the host to answer: .*{re.escape(address)}",
+                         out), out
+        assert f"leave it out of this run with --limit '!{host}'" in out
+        assert re.search(rf"{host}\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", out), out
+
+
 @pytest.mark.parametrize(("name", "hosts"), [("lab", ["server-a", "server-b"]), ("sim", ["sxm2", "pcie"])])
 def test_preflight_playbook_passes_on_shipped_inventories(name, hosts, tmp_path):
     inventory = unreachable_copy(name, tmp_path)
