@@ -335,8 +335,10 @@ def _split(plan):
     """(written before the checks, the rest): the directories and the helpers go first when a helper changes."""
     if not any(kind == "file" and want["helper"] and changes for kind, want, changes, *_rest in plan):
         return [], plan
-    early = {id(entry) for entry in plan if entry[0] == "directory" or entry[1]["helper"]}
-    return [entry for entry in plan if id(entry) in early], [entry for entry in plan if id(entry) not in early]
+    first, rest = [], []
+    for entry in plan:
+        (first if entry[0] == "directory" or entry[1]["helper"] else rest).append(entry)
+    return first, rest
 
 
 def _add_manifest(module):
