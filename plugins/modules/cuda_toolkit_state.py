@@ -104,75 +104,13 @@ problems:
   returned: always
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.volta.serving.plugins.module_utils import _cuda_toolkit
-
-ENVIRON = {"LC_ALL": "C"}
-INCLUDE = "import sysconfig; print(sysconfig.get_paths()['include'])"
-
-
-def _run(module, argv):
-    try:
-        return module.run_command(argv, environ_update=ENVIRON)
-    except OSError as exc:
-        return 127, "", str(exc)
-
-
-def _nvcc(module, home):
-    nvcc = os.path.join(home, "bin", "nvcc")
-    if not os.path.exists(nvcc):
-        return {"exists": False, "release": "none", "error": f"{nvcc} does not exist"}
-    _rc, out, err = _run(module, [nvcc, "--version"])
-    return {"exists": True, "release": _cuda_toolkit.nvcc_release(out), "error": err.strip()}
-
-
-def _python(module, python):
-    binary = module.get_bin_path(python)
-    if binary is None:
-        return "", f"{python} is not installed"
-    rc, out, err = _run(module, [binary, "-c", INCLUDE])
-    return (out.strip(), err.strip()) if rc == 0 else ("", err.strip() or f"{python} failed (rc={rc})")
-
-
-def _read(module):
-    p = module.params
-    _rc, version, _err = _run(module, ["dpkg-query", "-W", "-f=${Version}", p["package"]])
-    alternatives = {}
-    for name in p["alternatives"]:
-        rc, out, _err = _run(module, ["update-alternatives", "--query", name])
-        alternatives[name] = _cuda_toolkit.alternative_value(rc, out)
-    include, error = _python(module, p["python"])
-    return {
-        "nvcc": _nvcc(module, p["home"]),
-        "package_version": version.strip(),
-        "link": os.path.realpath("/usr/local/cuda") if os.path.islink("/usr/local/cuda") else None,
-        "alternatives": alternatives,
-        "python_include": include,
-        "python_h": bool(include) and os.path.exists(os.path.join(include, "Python.h")),
-        "python_error": error,
-    }
+from ansible_collections.volta.serving.plugins.module_utils import _cuda_toolkit_host
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            home=dict(type="path", required=True),
-            version=dict(type="str", required=True),
-            package=dict(type="str", required=True),
-            package_version=dict(type="str", default=""),
-            alternatives=dict(type="list", elements="str", default=[]),
-            python=dict(type="str", required=True),
-            dev_package=dict(type="str", required=True),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    state = _read(module)
-    state["problems"] = _cuda_toolkit.problems(state, p["version"], p["home"], p["package"], p["package_version"],
-                                               p["python"], p["dev_package"])
-    module.exit_json(changed=False, **state)
+    module = AnsibleModule(argument_spec=_cuda_toolkit_host.SPEC, supports_check_mode=True)
+    module.exit_json(changed=False, **_cuda_toolkit_host.read(module, module.params))
 
 
 if __name__ == "__main__":

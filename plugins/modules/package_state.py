@@ -93,6 +93,42 @@ options:
     type: list
     elements: str
     default: []
+  toolkit:
+    description:
+      - An installed CUDA toolkit read as well, after the lists, the way M(volta.serving.cuda_toolkit_state) reads
+        it (the same options and the same RV(toolkit)), so that a caller that reads the toolkit's packages needs no
+        second call. Omitted, no toolkit is read.
+    type: dict
+    suboptions:
+      home:
+        description: The toolkit's directory (V(/usr/local/cuda-12.8)).
+        type: path
+        required: true
+      version:
+        description: The release nvcc must report (V(12.8)).
+        type: str
+        required: true
+      package:
+        description: The toolkit package (V(cuda-toolkit-12-8)).
+        type: str
+        required: true
+      package_version:
+        description: The package version it must have; V("") any.
+        type: str
+        default: ""
+      alternatives:
+        description: The alternatives to read (V(cuda), V(cuda-12)).
+        type: list
+        elements: str
+        default: []
+      python:
+        description: The interpreter whose C(Python.h) engines compile against (V(python3.11)).
+        type: str
+        required: true
+      dev_package:
+        description: The package that provides its C(Python.h), for the message.
+        type: str
+        required: true
 attributes:
   check_mode:
     support: full
@@ -189,13 +225,26 @@ units_down:
   type: list
   elements: str
   returned: always
+toolkit:
+  description:
+    - With O(toolkit), the installed toolkit as M(volta.serving.cuda_toolkit_state) returns it; C(nvcc),
+      C(package_version), C(link), C(alternatives), C(python_include), C(python_h), C(python_error) and C(problems).
+  type: dict
+  returned: when O(toolkit) is given
+  sample: {nvcc: {exists: true, release: "12.8", error: ""}, package_version: 12.8.1-1, problems: []}
 """
 
 import os
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.volta.serving.plugins.module_utils import _apt, _apt_host, _driver_packages, _unit_state
+from ansible_collections.volta.serving.plugins.module_utils import (
+    _apt,
+    _apt_host,
+    _cuda_toolkit_host,
+    _driver_packages,
+    _unit_state,
+)
 
 
 def _holds(module, patterns, sources):
@@ -230,6 +279,7 @@ def main():
             lock_timeout=dict(type="int", default=600),
             units=dict(type="list", elements="str", default=[]),
             read_sources=dict(type="list", elements="path", default=[]),
+            toolkit=dict(type="dict", options=dict(_cuda_toolkit_host.SPEC)),
         ),
         supports_check_mode=True,
     )
@@ -255,6 +305,8 @@ def main():
         units=units, units_down=_unit_state.down(units),
         read_sources={path: _read_source(path) for path in p["read_sources"]},
     )
+    if p["toolkit"] is not None:
+        result["toolkit"] = _cuda_toolkit_host.read(module, p["toolkit"])
     module.exit_json(**result)
 
 

@@ -200,3 +200,18 @@ def test_read_sources_returns_mode_and_fields(host, capsys, tmp_path):
     written.chmod(0o600)
     _rc, out = run(capsys, {"refresh": False, "read_sources": [str(written)]})
     assert out["read_sources"][str(written)]["mode"] == "0600"
+
+
+def test_toolkit_is_read_in_the_same_call_only_when_asked(host, capsys, tmp_path):
+    # The toolkit read of cuda_toolkit_state, here on a host without the toolkit or the interpreter.
+    toolkit = {"home": str(tmp_path / "cuda-12.8"), "version": "12.8", "package": "cuda-toolkit-12-8",
+               "python": "python3.99", "dev_package": "python3.99-dev"}
+    _rc, out = run(capsys, {"query": ["nvidia-driver-cuda"], "refresh": False, "toolkit": toolkit})
+    assert out["toolkit"]["nvcc"] == {"exists": False, "release": "none",
+                                      "error": f"{tmp_path}/cuda-12.8/bin/nvcc does not exist"}
+    assert out["toolkit"]["python_error"] == "python3.99 is not installed" and out["toolkit"]["alternatives"] == {}
+    assert ("Python.h of python3.99 is missing (/Python.h; python3.99 is not installed): install python3.99-dev"
+            in out["toolkit"]["problems"])
+    assert out["installed"] == {"nvidia-driver-cuda": "580.95.05-1"} and out["changed"] is False
+    _rc, out = run(capsys, {"query": ["nvidia-driver-cuda"], "refresh": False})
+    assert "toolkit" not in out
