@@ -101,32 +101,32 @@ options:
     type: dict
     suboptions:
       home:
-        description: The toolkit's directory (V(/usr/local/cuda-12.8)).
+        description: The directory the toolkit is installed in; its C(bin/nvcc) is asked for its release.
         type: path
         required: true
       version:
-        description: The release nvcc must report (V(12.8)).
+        description: The CUDA release C(nvcc --version) must report.
         type: str
         required: true
       package:
-        description: The toolkit package (V(cuda-toolkit-12-8)).
+        description: The package the toolkit comes in, whose installed version is read.
         type: str
         required: true
       package_version:
-        description: The package version it must have; V("") any.
+        description: The version that package must be at; V("") takes any.
         type: str
         default: ""
       alternatives:
-        description: The alternatives to read (V(cuda), V(cuda-12)).
+        description: The C(update-alternatives) names read for where they point.
         type: list
         elements: str
         default: []
       python:
-        description: The interpreter whose C(Python.h) engines compile against (V(python3.11)).
+        description: The interpreter whose include directory must hold C(Python.h).
         type: str
         required: true
       dev_package:
-        description: The package that provides its C(Python.h), for the message.
+        description: The package named in the problem when C(Python.h) is missing.
         type: str
         required: true
 attributes:
