@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -43,6 +44,11 @@ def test_no_outage(tmp_path):
     assert rep["outages"] == [] and rep["outage_total_seconds"] == 0 and rep["outage_longest_seconds"] == 0.0
 
 
+def _recorded(log, status):
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    return any(line.split(" ", 2)[1:2] == [status] for line in lines)
+
+
 def test_run_records_status_and_body_until_stopped(tmp_path):
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -63,9 +69,12 @@ def test_run_records_status_and_body_until_stopped(tmp_path):
         for path, want in (("/version", "200"), ("/missing", "404")):
             proc = subprocess.Popen([sys.executable, str(PROBE), "run", f"http://127.0.0.1:{port}{path}", str(log),
                                      "--interval", "0.05"])
-            try:
-                proc.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
+            # Stop it once it has recorded an answer (a loaded machine can take seconds to start Python):
+            # a SIGTERM before its handler is installed would kill it instead of stopping it.
+            deadline = time.monotonic() + 30
+            while proc.poll() is None and time.monotonic() < deadline and not _recorded(log, want):
+                time.sleep(0.05)
+            if proc.poll() is None:
                 proc.terminate()
             assert proc.wait(timeout=5) == 0
             rows = [line.split(" ", 2) for line in log.read_text(encoding="utf-8").splitlines()]
