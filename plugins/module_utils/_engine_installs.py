@@ -19,6 +19,8 @@ import hashlib
 import json
 import os
 
+from ansible_collections.volta.serving.plugins.module_utils._venv import fingerprint
+
 MARKER = ".volta-install.json"
 CURRENT = "current"
 
@@ -161,6 +163,25 @@ def facts(root, states):
 def render(fact):
     """The fact file's text: the JSON the engine role has always written (4-space indent, sorted keys)."""
     return json.dumps(fact, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+
+
+def audits(states, installing, record_name):
+    """For each flavour whose wanted install (*installing*: flavour -> name) is finished: {name, fingerprint (of
+    its venv, _venv.fingerprint), recorded (the JSON object in ``<install>/<record_name>``, {} when there is
+    none or it cannot be read)}. The record is engine_fixups' (its last audit of that venv)."""
+    out = {}
+    for flavour, name in sorted(installing.items()):
+        item = next((i for i in states.get(flavour, {}).get("finished", []) if i["name"] == name), None)
+        if item is None:
+            continue
+        try:
+            with open(os.path.join(item["path"], record_name), encoding="utf-8") as handle:
+                recorded = json.load(handle)
+        except (OSError, ValueError):
+            recorded = {}
+        out[flavour] = {"name": name, "fingerprint": fingerprint(os.path.join(item["path"], "venv")),
+                        "recorded": recorded if isinstance(recorded, dict) else {}}
+    return out
 
 
 def probe(patterns):

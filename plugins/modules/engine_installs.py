@@ -25,6 +25,9 @@ description:
   - O(state=read) changes nothing and reports what O(state=present) would do (RV(prune), RV(facts_changed)).
   - With O(packages), also reports which of those distribution packages are not installed (RV(packages_missing)),
     so that the engine role runs apt only when one is missing.
+  - With O(audit_record), also reports for each install of O(installing) that is finished what its venv has
+    installed now (one digest) and the record of its last NCCL audit (RV(audits)), so that the engine role runs
+    M(volta.serving.pip_cuda_audit) again only when the venv changed since.
 author:
   - volta.serving contributors (@volta-serving)
 options:
@@ -71,6 +74,11 @@ options:
     type: list
     elements: str
     default: []
+  audit_record:
+    description:
+      - The file, inside an install, where the engine role keeps the result of the install's last NCCL audit
+        (C(.volta-audit.json)). Left unset, RV(audits) is not returned.
+    type: str
 attributes:
   check_mode:
     support: full
@@ -151,6 +159,15 @@ probed:
   returned: always
   type: dict
   sample: {"/opt/volta/engines/.tools/uv-0.13.9/bin/uv": true}
+audits:
+  description:
+    - Per flavour of O(installing) whose install is finished, with O(audit_record).
+    - C(name), the install; C(fingerprint), the sha256 of the names and modification times of the C(*.dist-info)
+      directories of its C(venv) (any install, upgrade or reinstall of a distribution changes it; V(null) without
+      a venv); C(recorded), the JSON object in O(audit_record), V({}) when there is none.
+  returned: when O(audit_record) is set
+  type: dict
+  sample: {"vllm": {"name": "vllm-0.21.0-torch2.11.0-cu126", "fingerprint": "3b1f...", "recorded": {}}}
 packages_missing:
   description: Those of O(packages) that are not installed (unpacked, half-installed and removed ones count as missing).
   returned: always
@@ -169,6 +186,7 @@ from ansible_collections.volta.serving.plugins.module_utils._apt_host import dpk
 from ansible_collections.volta.serving.plugins.module_utils._engine_installs import (
     MARKER,
     InstallsError,
+    audits,
     facts,
     probe,
     prune_plan,
@@ -224,6 +242,8 @@ def run(module):
             "before_header": "engine installs pruned", "after_header": "engine installs pruned"}
     diffs = [diff] if doomed else []
     result["volta_engines"] = facts(p["root"], after)
+    if p["audit_record"]:
+        result["audits"] = audits(states, p["installing"], p["audit_record"])
     if p["facts_path"]:
         text, old = render(result["volta_engines"]), _read_text(p["facts_path"])
         result["facts_changed"] = text != old
@@ -253,6 +273,7 @@ def main():
             state=dict(type="str", choices=["read", "present"], default="read"),
             probe=dict(type="list", elements="str", default=[]),
             packages=dict(type="list", elements="str", default=[]),
+            audit_record=dict(type="str"),
         ),
         supports_check_mode=True,
     )

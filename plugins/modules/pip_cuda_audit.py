@@ -152,6 +152,14 @@ uninstalled:
   type: list
   elements: str
   returned: when state is clean
+fingerprint:
+  description:
+    - What the venv of O(python) (its C(bin) directory's parent) has installed once the module is done, as one
+      digest of the names and modification times of its C(*.dist-info) directories; V(null) when it has none.
+    - M(volta.serving.engine_installs) returns the same digest for an engine install, so that an audit is run again
+      only after the venv changed.
+  type: str
+  returned: success
 commands:
   description: The commands the clean ran (or would run, in check mode).
   type: list
@@ -172,6 +180,7 @@ from ansible_collections.volta.serving.plugins.module_utils._cuda_audit import (
     probe_failure,
     state_lines,
 )
+from ansible_collections.volta.serving.plugins.module_utils._venv import fingerprint, venv_of
 
 
 def _probe(module, python):
@@ -220,7 +229,7 @@ def main():
         module.fail_json(msg=f"{python} is not an executable interpreter")
     before = _audit(module, python)
     if module.params["state"] == "audit" or before["consistent"]:
-        result = dict(changed=False, **before)
+        result = dict(changed=False, fingerprint=fingerprint(venv_of(python)), **before)
         if module.params["state"] == "clean":
             result.update(initial_findings=[], uninstalled=[], commands=[])
         module.exit_json(**result)
@@ -239,7 +248,7 @@ def main():
     if module.check_mode:
         diff["after"] = state_lines(predicted_after(before))
         module.exit_json(changed=True, diff=diff, initial_findings=before["findings"], uninstalled=uninstall,
-                         commands=commands, **before)
+                         commands=commands, fingerprint=fingerprint(venv_of(python)), **before)
     for argv in commands:
         rc, out, err = module.run_command(argv, check_rc=False)
         if rc != 0:
@@ -248,7 +257,7 @@ def main():
     after = _audit(module, python)
     diff["after"] = state_lines(after["installed"])
     result = dict(changed=True, diff=diff, initial_findings=before["findings"], uninstalled=uninstall,
-                  commands=commands, **after)
+                  commands=commands, fingerprint=fingerprint(venv_of(python)), **after)
     if not after["consistent"]:
         module.fail_json(msg="the venv is still inconsistent after the clean: "
                          + "; ".join(f["message"] for f in after["findings"]), **result)

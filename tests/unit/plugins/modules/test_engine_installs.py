@@ -88,3 +88,33 @@ def test_packages_missing_reads_dpkg_only_when_asked(root, capsys, monkeypatch):
     rc, out = run_module(capsys, args(root, packages=["ninja-build", "cmake", "python3-venv"]))
     assert rc == 0 and out["changed"] is False
     assert out["packages_missing"] == ["cmake", "python3-venv"] and len(asked) == 1
+
+
+def test_audits_only_when_asked_with_the_venv_digest_and_the_record(root, capsys):
+    rc, out = run_module(capsys, args(root))
+    assert rc == 0 and "audits" not in out
+
+    site = root / "vllm" / NEW / "venv" / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    rc, out = run_module(capsys, args(root, audit_record=".volta-audit.json"))
+    # A finished install without a record or a distribution: nothing to compare with.
+    assert rc == 0 and out["audits"] == {"vllm": {"name": NEW, "fingerprint": None, "recorded": {}}}
+
+    (site / "torch-2.11.0+cu126.dist-info").mkdir()
+    (root / "vllm" / NEW / ".volta-audit.json").write_text(json.dumps({"fingerprint": "old", "key": {"a": 1}}))
+    rc, out = run_module(capsys, args(root, audit_record=".volta-audit.json"))
+    first = out["audits"]["vllm"]["fingerprint"]
+    assert rc == 0 and len(first) == 64
+    assert out["audits"]["vllm"]["recorded"] == {"fingerprint": "old", "key": {"a": 1}}
+
+    # pip installing into the venv changes the digest; an unreadable record reads as none.
+    (site / "nvidia_nccl_cu13-2.28.9.dist-info").mkdir()
+    (root / "vllm" / NEW / ".volta-audit.json").write_text("{not json")
+    rc, out = run_module(capsys, args(root, audit_record=".volta-audit.json"))
+    assert rc == 0 and out["audits"]["vllm"]["fingerprint"] not in (None, first)
+    assert out["audits"]["vllm"]["recorded"] == {}
+
+    # An install still to be made (not finished) has no audit to compare.
+    rc, out = run_module(capsys, args(root, audit_record=".volta-audit.json",
+                                      installing={"vllm": "vllm-0.22.0-torch2.11.0-cu126"}))
+    assert rc == 0 and out["audits"] == {}

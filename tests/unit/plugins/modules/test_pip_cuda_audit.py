@@ -34,14 +34,20 @@ state = json.load(open(state_path))
 args = sys.argv[1:]
 if os.environ.get("FAKE_UV_BREAK") and args[1] == "install":
     args = args + ["nvidia-nccl-cu13==2.28.9"]
+site = os.path.join(os.path.dirname(here), "lib", "python3.11", "site-packages")
+os.makedirs(site, exist_ok=True)
 if args[1] == "uninstall":
     drop = set(args[4:])
     state["distributions"] = [d for d in state["distributions"] if d["name"] not in drop]
+    for name in os.listdir(site):
+        if name.removesuffix(".dist-info").rsplit("-", 1)[0] in drop:
+            os.rmdir(os.path.join(site, name))
 elif args[1] == "install":
     for req in args[6:]:
         name, _, version = req.partition("==")
         state["distributions"].append({{"name": name, "version": version, "requires": [], "files_known": True,
                                        "cuda_files": True}})
+        os.makedirs(os.path.join(site, name + "-" + version + ".dist-info"))
 json.dump(state, open(state_path, "w"))
 """
 
@@ -168,3 +174,21 @@ def test_an_interpreter_that_fails_says_why(capsys, tmp_path, script, reason):
     rc, result = run(capsys, {"python": str(python)})
     assert rc == 1
     assert result["msg"] == f"{python} could not read its own metadata {reason}"
+
+
+def test_the_venv_digest_is_returned_and_follows_what_is_installed(capsys, venv):
+    python = venv([("nvidia-nccl-cu13", "2.28.9")])
+    rc, audited = run(capsys, {"python": python})
+    # The fake venv has no site-packages yet: nothing installed to digest.
+    assert rc == 0 and audited["fingerprint"] is None
+    site = venv.bindir.parent / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    for name, version in [*PINS.items(), ("nvidia-nccl-cu13", "2.28.9")]:
+        (site / f"{name}-{version}.dist-info").mkdir()
+    rc, audited = run(capsys, {"python": python})
+    assert rc == 0 and len(audited["fingerprint"]) == 64
+
+    rc, cleaned = run(capsys, {"python": python, "state": "clean", "torch_index_url": "http://lab/cu126/"})
+    assert rc == 0 and cleaned["changed"] is True and cleaned["fingerprint"] not in (None, audited["fingerprint"])
+    rc, again = run(capsys, {"python": python})
+    assert rc == 0 and again["consistent"] is True and again["fingerprint"] == cleaned["fingerprint"]
