@@ -207,3 +207,34 @@ def record_passed(record, kind, version, cuda_arch="", compute_capability=""):
         want = "sm_" + str(compute_capability).replace(".", "")
         return audit.get("ok") is True and audit.get("sm") == want
     return True
+
+
+def audit_current(audit, key):
+    """Whether an install's audit record (*audit*: one flavour of :func:`audits`) matches its venv now and the
+    fix-up settings *key*: engine_fixups has nothing new to check."""
+    audit = audit or {}
+    recorded = audit.get("recorded") or {}
+    return (audit.get("fingerprint") is not None and recorded.get("fingerprint") == audit["fingerprint"]
+            and recorded.get("key") == key)
+
+
+def unsettled(installs, flavours, specs, key, cuda_arch="", compute_capability=""):
+    """The flavours of *flavours* whose wanted install (``specs[flavour]``) the engine role has something to do
+    for, in order: not finished, not the one in service, its record shows no passed smoke test for this GPU,
+    the pinned sha256 of its download is not the recorded one, or (a Python engine) its audit record does not
+    match its venv and *key*. *installs* is the result of the engine_installs read."""
+    out = []
+    for flavour in flavours:
+        spec = specs[flavour]
+        engine = (installs.get("engines") or {}).get(flavour) or {}
+        record = (engine.get("records") or {}).get(spec["name"]) or {}
+        download = spec.get("download") or {}
+        settled = (spec["name"] in (engine.get("finished") or []) and engine.get("current") == spec["name"]
+                   and record_passed(record, spec["kind"], spec["version"], cuda_arch, compute_capability)
+                   and (not download or str(record.get("source_sha256", "")).lower()
+                        == str(download.get("sha256", "")).lower())
+                   and (spec["kind"] != "python"
+                        or audit_current((installs.get("audits") or {}).get(flavour), key)))
+        if not settled:
+            out.append(flavour)
+    return out

@@ -12,12 +12,14 @@ import pytest
 from ansible_collections.volta.serving.plugins.module_utils._engine_installs import (
     MARKER,
     InstallsError,
+    audit_current,
     facts,
     probe,
     prune_plan,
     record_passed,
     render,
     scan,
+    unsettled,
     view,
     without,
 )
@@ -146,3 +148,47 @@ PASSED = {"version": "0.21.0", "arch_list": ["sm_70", "sm_80"],
 def test_record_passed(record, kind, arch, cc, want):
     assert record_passed(record, kind, record.get("version", "0.21.0") if kind == "llamacpp" else "0.21.0",
                          arch, cc) is want
+
+
+KEY = {"pytorch_index_url": "https://download.pytorch.org/whl", "nccl_state": None}
+AUDITED = {"name": V2, "fingerprint": "f1", "recorded": {"fingerprint": "f1", "key": KEY}}
+
+
+@pytest.mark.parametrize(("audit", "key", "want"), [
+    (AUDITED, KEY, True),
+    (AUDITED | {"fingerprint": "f2"}, KEY, False),  # the venv changed since the audit
+    (AUDITED, KEY | {"nccl_state": "audit"}, False),  # another fix-up setting
+    (AUDITED | {"recorded": {}}, KEY, False),  # never recorded (an install of an older role)
+    (AUDITED | {"fingerprint": None, "recorded": {"fingerprint": None, "key": KEY}}, KEY, False),  # no venv
+    ({}, KEY, False),
+])
+def test_audit_current(audit, key, want):
+    assert audit_current(audit, key) is want
+
+
+SPECS = {"vllm": {"name": V2, "kind": "python", "version": "0.21.0", "download": {}},
+         "llamacpp": {"name": "llamacpp-0.3.36-cpu", "kind": "llamacpp", "version": "0.3.36",
+                      "download": {"sha256": "AB12"}}}
+
+
+def _installs(**changes):
+    engines = {"vllm": {"finished": [V2, V1], "current": V2, "records": {V2: PASSED, V1: PASSED}},
+               "llamacpp": {"finished": ["llamacpp-0.3.36-cpu"], "current": "llamacpp-0.3.36-cpu",
+                            "records": {"llamacpp-0.3.36-cpu": {"version": "0.3.36", "source_sha256": "ab12"}}}}
+    for flavour, change in changes.items():
+        engines[flavour] = engines[flavour] | change
+    return {"engines": engines, "audits": {"vllm": AUDITED}}
+
+
+@pytest.mark.parametrize(("installs", "key", "want"), [
+    (_installs(), KEY, []),  # converged: nothing to do
+    (_installs(vllm={"finished": [V1]}), KEY, ["vllm"]),  # to install
+    (_installs(vllm={"current": V1}), KEY, ["vllm"]),  # installed, not in service
+    (_installs(vllm={"records": {V2: PASSED | {"arch_list": []}}}), KEY, ["vllm"]),  # not smoke-tested for sm_70
+    (_installs(llamacpp={"records": {"llamacpp-0.3.36-cpu": {"version": "0.3.36", "source_sha256": "cd34"}}}),
+     KEY, ["llamacpp"]),  # the pin changed under the same name: flavour.yml fails with the reason
+    (_installs(), KEY | {"nccl_state": "audit"}, ["vllm"]),  # fix-up settings changed
+    (_installs() | {"audits": {}}, KEY, ["vllm"]),  # no audit record
+])
+def test_unsettled(installs, key, want):
+    assert unsettled(installs, ["vllm", "llamacpp"], SPECS, key, "sm_70", "7.0") == want
