@@ -49,17 +49,58 @@ def children_cpu():
     return use.ru_utime + use.ru_stime
 
 
+def machine_cpu(stat_text):
+    """(busy, idle) CPU seconds of the whole machine, summed over its cores, from the text of /proc/stat.
+
+    busy is user + nice + system + irq + softirq + steal, idle is idle + iowait: every process counts,
+    the lab's containers and the Docker daemon as much as the controller.
+    """
+    for line in stat_text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            ticks = [int(v) for v in fields[1:9]]
+            hz = os.sysconf("SC_CLK_TCK")
+            busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+            return busy / hz, (ticks[3] + ticks[4]) / hz
+    raise ValueError("no aggregate cpu line in /proc/stat")
+
+
+def container_cpu(container_id, root="/sys/fs/cgroup"):
+    """CPU seconds a container has used so far (its cgroup, v1 cpuacct or v2 cpu.stat), None when unreadable."""
+    v1 = Path(root, "cpuacct", "docker", container_id, "cpuacct.usage")
+    if v1.is_file():
+        return int(v1.read_text(encoding="utf-8")) / 1e9
+    for v2 in (Path(root, "system.slice", f"docker-{container_id}.scope", "cpu.stat"),
+               Path(root, "docker", container_id, "cpu.stat")):
+        if v2.is_file():
+            for line in v2.read_text(encoding="utf-8").splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value) / 1e6
+    return None
+
+
+def hosts_cpu(names):
+    """CPU seconds used so far by the containers of the lab hosts names, summed; None when one is unreadable."""
+    ids = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", *names], capture_output=True, text=True,
+                         check=False).stdout.split()
+    used = [container_cpu(i) for i in ids]
+    return None if len(ids) != len(names) or None in used else sum(used)
+
+
 def playbook(args, log, extra_env=None, times=None):
     """Run ansible-playbook from the project root; return (rc, seconds, recap rows). Output goes to log.
 
     With times=FILE, bench/callbacks/task_times.py writes each task's wall time there. The
-    controller's CPU seconds of the last run are kept in LAST["cpu_seconds"].
+    controller's CPU seconds of the last run are kept in LAST["cpu_seconds"], the whole machine's busy
+    and idle CPU seconds in LAST["machine_busy_seconds"] and LAST["machine_idle_seconds"].
     """
     cmd = [str(VENV_BIN / "ansible-playbook"), *args]
     extra = dict(extra_env or {})
     if times:
         extra.update({"ANSIBLE_CALLBACK_PLUGINS": str(TOP / "bench" / "callbacks"), "VOLTA_BENCH_TIMES": str(times)})
     began, cpu = time.monotonic(), children_cpu()
+    busy, idle = machine_cpu(Path("/proc/stat").read_text(encoding="utf-8"))
     with open(log, "a", encoding="utf-8") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
@@ -67,6 +108,9 @@ def playbook(args, log, extra_env=None, times=None):
                             stderr=subprocess.STDOUT, check=False).returncode
     took = time.monotonic() - began
     LAST["cpu_seconds"] = round(children_cpu() - cpu, 1)
+    busy_after, idle_after = machine_cpu(Path("/proc/stat").read_text(encoding="utf-8"))
+    LAST["machine_busy_seconds"] = round(busy_after - busy, 1)
+    LAST["machine_idle_seconds"] = round(idle_after - idle, 1)
     return rc, took, recap(log)
 
 
