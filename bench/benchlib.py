@@ -74,9 +74,8 @@ def container_cpu(container_id, root="/sys/fs/cgroup"):
                Path(root, "docker", container_id, "cpu.stat")):
         if v2.is_file():
             for line in v2.read_text(encoding="utf-8").splitlines():
-                key, _, value = line.partition(" ")
-                if key == "usage_usec":
-                    return int(value) / 1e6
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
     return None
 
 
