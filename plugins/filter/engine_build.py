@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters volta.serving.engine_build_plan, engine_wheel_paths and engine_sdist_link (role volta.serving.engine)."""
+"""Filters engine_build_plan, engine_wheel_paths, engine_sdist_link, engine_llamacpp_key (role volta.serving.engine)."""
 
 from __future__ import annotations
 
@@ -49,10 +49,22 @@ def engine_sdist_link(html, page_url, project, version):
         raise AnsibleFilterError(f"engine_sdist_link: {exc}") from exc
 
 
+def engine_llamacpp_key(spec):
+    """The cache key of a llama.cpp build (see module_utils/_engine_build.py)."""
+    if not isinstance(spec, dict):
+        raise AnsibleFilterError(f"engine_llamacpp_key: expected a mapping, got {spec!r}")
+    logic = _logic()
+    try:
+        return logic.llamacpp_key(spec)
+    except logic.BuildPlanError as exc:
+        raise AnsibleFilterError(f"engine_llamacpp_key: {exc}") from exc
+
+
 class FilterModule:
     def filters(self):
         return {
             "engine_build_plan": engine_build_plan,
             "engine_wheel_paths": engine_wheel_paths,
             "engine_sdist_link": engine_sdist_link,
+            "engine_llamacpp_key": engine_llamacpp_key,
         }

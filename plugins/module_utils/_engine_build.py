@@ -10,11 +10,15 @@ Private to volta.serving (the filters ``engine_build_plan``, ``engine_wheel_path
   of the built wheel (engine, version, torch, CUDA tag, toolkit, arch list, Python, source);
 - ``wheel_paths``: per host of a play, ``build`` (the first host in play order that needs a key
   no cache holds), ``copy`` (every other host with that key) or ``none``;
-- ``sdist_link``: the sdist of one release on a PEP 503 index page, with the index's sha256.
+- ``sdist_link``: the sdist of one release on a PEP 503 index page, with the index's sha256;
+- ``llamacpp_key``: the cache key of a built ``llama-server`` (ref, source, CUDA or CPU, CUDA
+  architectures and toolkit, compiler, OS release, extra CMake arguments); ``wheel_paths`` then
+  picks the host that compiles it, as for a vLLM wheel.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 METHODS = ("source", "wheel", "auto")
@@ -185,3 +189,39 @@ def sdist_link(html, page_url, project, version):
         )
     found = tarballs[0]
     return {"url": found["url"], "sha256": (found["sha256"] or "").lower(), "filename": found["filename"]}
+
+
+_KEY_PART_RE = re.compile(r"[^A-Za-z0-9._]+")
+
+
+def _key_part(value, what):
+    """*value* as one dash-free piece of a cache key (``Ubuntu 24.04`` -> ``ubuntu24.04``)."""
+    part = _KEY_PART_RE.sub("", str(value or "")).lower()
+    if not part:
+        raise BuildPlanError(f"the llama.cpp build key has no {what}; got {value!r}")
+    return part
+
+
+def llamacpp_key(spec):
+    """The cache key of one llama.cpp build: the same key means the same ``llama-server`` binary.
+
+    *spec*: ``ref``, ``source_sha256`` (64 hex), ``cuda`` (bool), ``cuda_architectures`` and
+    ``cuda_version`` (used with CUDA only), ``compiler`` (the C++ compiler's version), ``os`` (the
+    distribution and its release) and ``cmake_args`` (the extra CMake arguments, in order).
+    """
+    source = str(spec.get("source_sha256") or "")
+    if not _SHA256_RE.match(source):
+        raise BuildPlanError(f"engine_llamacpp_source_sha256 is {source!r}; expected 64 hex digits")
+    if spec.get("cuda"):
+        arch = "_".join(a for a in re.split(r"[;, ]+", str(spec.get("cuda_architectures") or "")) if a)
+        target = f"cuda{_key_part(spec.get('cuda_version'), 'CUDA toolkit')}-sm{_key_part(arch, 'CUDA architecture')}"
+    else:
+        target = "cpu"
+    args = [str(a) for a in spec.get("cmake_args") or []]
+    parts = [
+        "llamacpp", _key_part(spec.get("ref"), "ref"), "src" + source[:12].lower(), target,
+        "cxx" + _key_part(spec.get("compiler"), "compiler version"), _key_part(spec.get("os"), "OS release"),
+    ]
+    if args:
+        parts.append("args" + hashlib.sha256("\0".join(args).encode()).hexdigest()[:8])
+    return "-".join(parts)

@@ -1,9 +1,17 @@
-"""Verify the llama.cpp flavour: expected values come from the scenario (molecule.yml) and the real sdist."""
+"""Verify the llama.cpp flavour: expected values come from the scenario (molecule.yml) and the real sdist.
 
+engine-llamacpp (first in play order) compiles llama-server; engine-llamacpp-b installs it from the
+controller's cache with no compile.
+"""
+
+import glob
+import hashlib
 import json
+import os
 from pathlib import Path
 from shlex import quote
 
+import pytest
 import yaml
 
 SCENARIO = yaml.safe_load((Path(__file__).resolve().parents[1] / "molecule.yml").read_text())
@@ -12,6 +20,24 @@ ROOT = "/opt/volta/engines/llamacpp"
 NAME = f"llamacpp-{VARS['engine_llamacpp_ref']}-cpu"
 CACHE = "/var/cache/volta/engines"
 ARCHIVE = VARS["engine_llamacpp_source_url"].rsplit("/", 1)[1]
+BUILDER = SCENARIO["platforms"][0]["name"]
+# The key names what makes the binary: ref, the source's sha256, CPU, the compiler, the OS, the CMake flags.
+KEY_PREFIX = f"llamacpp-{VARS['engine_llamacpp_ref']}-src{VARS['engine_llamacpp_source_sha256'][:12]}-cpu-cxx12."
+
+
+def build_record(host):
+    return json.loads(host.file(f"{ROOT}/{NAME}/.volta-install.json").content_string)["build"]
+
+
+def controller_entry():
+    """The controller's cache entry: (key, recorded sha256, sha256 of the cached binary)."""
+    sums = glob.glob(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "llamacpp", "*", "llama-server.sha256"))
+    assert len(sums) == 1, sums
+    with open(sums[0], encoding="utf-8") as fh:
+        recorded = fh.read().split()[0]
+    with open(os.path.join(os.path.dirname(sums[0]), "llama-server"), "rb") as fh:
+        actual = hashlib.sha256(fh.read()).hexdigest()
+    return os.path.basename(os.path.dirname(sums[0])), recorded, actual
 
 
 def test_current_link_names_the_cpu_build(host):
@@ -27,7 +53,31 @@ def test_llama_server_runs_and_names_its_build(host):
     assert "for Linux x86_64" in text, text
 
 
+def test_first_host_compiled_the_second_installed_from_the_cache(host):
+    build = build_record(host)
+    key, recorded, actual = controller_entry()
+    assert key.startswith(KEY_PREFIX) and "-debian12-args" in key, key
+    assert recorded == actual
+    assert build["method"] == "source" and build["key"] == key and build["built_by"] == BUILDER, build
+    assert build["binary_sha256"] == recorded
+    installed = host.check_output(f"sha256sum {ROOT}/{NAME}/bin/llama-server").split()[0]
+    assert installed == recorded
+    if host.backend.get_hostname() == BUILDER:
+        assert build["path"] == "build", build
+    else:
+        assert build["path"] == "copy", build
+        assert build["copied_from"] == os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "llamacpp", key,
+                                                    "llama-server")
+        # No compile here: no source tree, no build tree, no build log, no archive downloaded.
+        assert not host.file(f"{CACHE}/build").exists
+        assert not host.file(f"{CACHE}/src").exists
+        assert not host.file(f"{CACHE}/downloads/{ARCHIVE}").exists
+        assert not host.run(f"ls {CACHE}/logs 2>/dev/null | grep llama-server").stdout.strip()
+
+
 def test_built_from_the_pinned_archive_in_the_cache(host):
+    if host.backend.get_hostname() != BUILDER:
+        pytest.skip("this host compiled nothing (test_first_host_compiled_the_second_installed_from_the_cache)")
     archive = host.file(f"{CACHE}/downloads/{ARCHIVE}")
     assert archive.is_file
     digest = host.check_output(f"sha256sum {CACHE}/downloads/{ARCHIVE}").split()[0]
@@ -39,6 +89,8 @@ def test_built_from_the_pinned_archive_in_the_cache(host):
 
 
 def test_cmake_used_the_scenario_settings(host):
+    if host.backend.get_hostname() != BUILDER:
+        pytest.skip("this host compiled nothing (test_first_host_compiled_the_second_installed_from_the_cache)")
     cache = host.file(f"{CACHE}/build/{NAME}/CMakeCache.txt").content_string
     assert "GGML_CUDA:BOOL=OFF" in cache
     assert "CMAKE_CXX_FLAGS:STRING=-O0" in cache

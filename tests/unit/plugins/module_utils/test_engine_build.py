@@ -126,3 +126,49 @@ def test_build_plan_defaults_to_torchs_cuda():
     plan = eb.build_plan(dict(SPEC, cuda_version=""))
     assert (plan["cuda_version"], plan["cuda_home"]) == ("12.6", "/usr/local/cuda-12.6")
     assert plan["key"] == "vllm-0.21.0-torch2.11.0-cu126-cuda12.6-sm70-cp312"
+
+
+LLAMA = {
+    "ref": "0.3.36", "source_sha256": "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
+    "cuda": False, "cuda_architectures": "70", "cuda_version": "12.8", "compiler": "12.2.0", "os": "Debian 12",
+    "cmake_args": [],
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [({}, "llamacpp-0.3.36-src832db0699007-cpu-cxx12.2.0-debian12"),
+     ({"cuda": True}, "llamacpp-0.3.36-src832db0699007-cuda12.8-sm70-cxx12.2.0-debian12"),
+     ({"cuda": True, "cuda_architectures": "70;75"},
+      "llamacpp-0.3.36-src832db0699007-cuda12.8-sm70_75-cxx12.2.0-debian12"),
+     ({"os": "Ubuntu 24.04", "compiler": "13.3.0", "ref": "b6000"},
+      "llamacpp-b6000-src832db0699007-cpu-cxx13.3.0-ubuntu24.04")],
+)
+def test_llamacpp_key_names_what_makes_the_binary(change, key):
+    assert eb.llamacpp_key(dict(LLAMA, **change)) == key
+
+
+def test_llamacpp_key_differs_for_every_input_of_the_build():
+    keys = {eb.llamacpp_key(dict(LLAMA, **change)) for change in (
+        {}, {"ref": "0.3.37"}, {"source_sha256": "a" * 64}, {"cuda": True}, {"cuda": True, "cuda_version": "12.6"},
+        {"cuda": True, "cuda_architectures": "75"}, {"compiler": "12.3.0"}, {"os": "Ubuntu 22.04"},
+        {"cmake_args": ["-DCMAKE_C_FLAGS=-O0"]}, {"cmake_args": ["-DCMAKE_CXX_FLAGS=-O0"]},
+    )}
+    assert len(keys) == 10
+
+
+def test_llamacpp_key_ignores_cuda_settings_of_a_cpu_build():
+    assert eb.llamacpp_key(dict(LLAMA, cuda_version="12.6")) == eb.llamacpp_key(LLAMA)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"source_sha256": ""}, r"engine_llamacpp_source_sha256 is ''; expected 64 hex digits"),
+     ({"source_sha256": "abc"}, r"engine_llamacpp_source_sha256 is 'abc'"),
+     ({"compiler": ""}, r"no compiler version"),
+     ({"cuda": True, "cuda_architectures": ""}, r"no CUDA architecture"),
+     ({"os": None}, r"no OS release")],
+)
+def test_llamacpp_key_refuses_what_cannot_name_a_build(change, message):
+    with pytest.raises(eb.BuildPlanError, match=message):
+        eb.llamacpp_key(dict(LLAMA, **change))
