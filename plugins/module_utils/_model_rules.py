@@ -51,8 +51,10 @@ RULES.update(MODEL_RULES)
 
 GIB = 1024**3
 GB = 1000**3
-DEFAULT_GPU_MEMORY_GIB = 32  # V100-SXM2-32GB and V100-PCIE-32GB; a gpu_model naming "16GB" gives 16
-_GPU_MEMORY_RE = re.compile(r"(\d+)\s*GB", re.I)
+# A gpu_model without a size: every V100 of the reference servers has 32 GB. A name that gives one
+# ("Tesla V100-PCIE-16GB", "Tesla V100-SXM2-16GB", "Tesla V100S-PCIE-32GB") gives the size.
+DEFAULT_GPU_MEMORY_GIB = 32
+_GPU_MEMORY_RE = re.compile(r"(?<![\d.])(\d+)\s*GB\b", re.I)
 
 # Architectures with DeepSeek's multi-head latent attention (vLLM's MLA kernels need Hopper). A
 # config.json with kv_lora_rank is MLA as well; llama.cpp names DeepSeek V2/V3 GGUFs "deepseek2".
@@ -262,9 +264,37 @@ def vllm_max_len_message(max_model_len, derived, key, model_max):
 
 
 def gpu_memory_gib(server):
-    """GiB of one GPU: the number before 'GB' in volta_server.gpu_model, else 32 (every V100 here)."""
+    """GiB of one GPU from volta_server.gpu_model: the number before 'GB' in the name, else 32."""
     match = _GPU_MEMORY_RE.search(str((server or {}).get("gpu_model") or ""))
     return int(match.group(1)) if match else DEFAULT_GPU_MEMORY_GIB
+
+
+def detected_memory_gib(gpu_facts, indexes=()):
+    """GiB of the smallest of the GPUs *indexes* (all GPUs when none of them is listed) as nvidia-smi's
+    memory.total reports it in the volta_gpu fact, or None when the fact has no GPUs (not read)."""
+    if not isinstance(gpu_facts, dict) or gpu_facts.get("status") != "ok":
+        return None
+    sizes = {gpu.get("index"): gpu.get("memory_total_mib") for gpu in gpu_facts.get("gpus") or []
+             if isinstance(gpu, dict) and _number(gpu.get("memory_total_mib"))}
+    picked = [sizes[i] for i in indexes if i in sizes] or list(sizes.values())
+    return min(picked) / 1024 if picked else None
+
+
+def gpu_memory(server, gpu_facts=None, indexes=()):
+    """``(GiB of one GPU, where the number comes from)``: the GPUs read on the host (memory.total) when
+    they were read, else the gpu_model name, else 32 GiB."""
+    detected = detected_memory_gib(gpu_facts, indexes)
+    if detected is not None:
+        return detected, "nvidia-smi memory.total"
+    model = str((server or {}).get("gpu_model") or "")
+    if _GPU_MEMORY_RE.search(model):
+        return gpu_memory_gib(server), f"gpu_model {model}"
+    return DEFAULT_GPU_MEMORY_GIB, "no size in gpu_model, assumed"
+
+
+def _gib(value):
+    """A GiB figure as the messages print it: 16, 31.7."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
 def tp_choices(heads, kv_heads, limit):
@@ -279,8 +309,11 @@ def tp_choices(heads, kv_heads, limit):
     return out
 
 
-def check_models(instances, ctx, server, model_facts):
-    """Every model rule for the instances whose model path was read on the host."""
+def check_models(instances, ctx, server, model_facts, gpu_facts=None):
+    """Every model rule for the instances whose model path was read on the host.
+
+    *gpu_facts* (the volta_gpu fact, when the GPUs were read) gives each GPU's memory to weights-fit;
+    without it the memory comes from volta_server.gpu_model."""
     if model_facts is None:
         return []
     out = []
@@ -301,7 +334,7 @@ def check_models(instances, ctx, server, model_facts):
             for check in (_check_heads, _check_max_len, _check_bf16, _check_checkpoint_quant, _check_mla):
                 out += check(inst, ctx, facts)
         out += _check_declared(inst, ctx, facts)
-        out += _check_fit(inst, ctx, server, facts)
+        out += _check_fit(inst, ctx, server, facts, gpu_facts)
     return out
 
 
@@ -556,27 +589,28 @@ def _describe(facts):
     return f"GGUF architecture {facts.get('gguf_architecture')}"
 
 
-def _fit_numbers(inst, server, facts):
+def _fit_numbers(inst, server, facts, gpu_facts=None):
     """``(per_gpu_gib, budget_gib, detail)`` or None when the rule cannot be judged."""
     size, gpus = facts.get("weights_bytes"), inst.get("gpus") or []
     if not _number(size) or not gpus:
         return None
     offloaded = OFFLOADED_GB.get(inst.get("model_family"), 0) * GB
-    memory = gpu_memory_gib(server)
+    memory, memory_from = gpu_memory(server, gpu_facts, gpus)
     gmu = inst.get("gpu_memory_utilization") if inst["engine"] in VLLM_ENGINES else None
     if inst["engine"] in VLLM_ENGINES and not (_number(gmu) and 0 < gmu <= 1):
         return None  # the gpu_memory_utilization rule reports it
     per_gpu = max(size - offloaded, 0) / len(gpus) / GIB
     budget = memory * (gmu if gmu is not None else 1.0)
-    share = f"{memory} GiB x gpu_memory_utilization {gmu:.2f}" if gmu is not None else f"all {memory} GiB"
+    share = f"{_gib(memory)} GiB x gpu_memory_utilization {gmu:.2f}" if gmu is not None else f"all {_gib(memory)} GiB"
     detail = f"{size / GIB:.1f} GiB of weights ({facts.get('weights_from')})"
     if offloaded:
         detail += f", less {offloaded / GIB:.1f} GiB kept in host RAM for model_family {inst['model_family']}"
-    return per_gpu, budget, f"{detail}, over {len(gpus)} GPU(s); the engine may use {share} = {budget:.1f} GiB"
+    return per_gpu, budget, (f"{detail}, over {len(gpus)} GPU(s) of {_gib(memory)} GiB ({memory_from}); "
+                             f"the engine may use {share} = {budget:.1f} GiB")
 
 
-def _check_fit(inst, ctx, server, facts):
-    numbers = _fit_numbers(inst, server, facts)
+def _check_fit(inst, ctx, server, facts, gpu_facts=None):
+    numbers = _fit_numbers(inst, server, facts, gpu_facts)
     if numbers is None or numbers[0] <= numbers[1]:
         return []
     per_gpu, budget, detail = numbers

@@ -864,7 +864,7 @@ def _checked_instances(host, instances, profiles, ctx, server, gpu_facts, model_
     normalised, findings = _normalise_all(host, instances, profiles)
     infer_families(normalised, model_facts)
     findings += _check_all(normalised, ctx, server, gpu_facts)
-    findings += check_models(normalised, ctx, server, model_facts)
+    findings += check_models(normalised, ctx, server, model_facts, gpu_facts)
     return normalised, findings
 
 

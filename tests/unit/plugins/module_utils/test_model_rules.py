@@ -17,11 +17,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import build_facts
 from ansible_collections.volta.serving.plugins.module_utils._model_facts import gather
 from ansible_collections.volta.serving.plugins.module_utils._model_rules import (
     MODEL_RULES,
     checkpoint_quantization,
     derived_max_len,
+    gpu_memory,
+    gpu_memory_gib,
     infer_family,
     tp_choices,
 )
@@ -61,7 +64,7 @@ def chat(model, **fields):
     return inst
 
 
-def report(instances, server=None, facts=True):
+def report(instances, server=None, facts=True, gpu_facts=None):
     paths = [inst["model"] for inst in instances]
     return build_report(
         "lab-host",
@@ -69,6 +72,7 @@ def report(instances, server=None, facts=True):
         instances,
         keyed_instances=[inst["name"] for inst in instances],
         model_facts=gather(paths) if facts else None,
+        gpu_facts=gpu_facts,
     )
 
 
@@ -192,7 +196,8 @@ def test_oversized_message_names_both_numbers(models):
     assert "above the 28.8 GiB each GPU gives the engine (135.4 GiB of weights (model.safetensors.index.json), " in (
         message
     )
-    assert "over 1 GPU(s); the engine may use 32 GiB x gpu_memory_utilization 0.90 = 28.8 GiB)" in message
+    assert ("over 1 GPU(s) of 32 GiB (gpu_model Tesla V100-PCIE-32GB); the engine may use 32 GiB x "
+            "gpu_memory_utilization 0.90 = 28.8 GiB)") in message
     assert "spread the model over more GPUs (at least 5," in message
 
 
@@ -337,3 +342,92 @@ def test_the_reference_servers_checkpoints_fit_their_settings(models, host):
         "pcie": [("flash-next-a", "bf16-checkpoint-half"), ("flash-next-b", "bf16-checkpoint-half")],
     }
     assert warned == expected[host]
+
+
+# ---------------------------------------------------------------- 16 GB and 32 GB V100s
+def server_of(name, count):
+    return {"gpu_model": name, "gpu_count": count, "compute_capability": "7.0", "nvlink_islands": [], "ram_gb": 251}
+
+
+def smi_facts(name, count, mib):
+    """The volta_gpu fact of a PCIe-only host, from nvidia-smi output in the format of the real capture
+    (tests/fixtures/nvidia-smi): --query-gpu ... --format=csv,noheader,nounits and topo -m."""
+    query = "".join(
+        f"{i}, 00000000:{0x18 + i:02X}:00.0, {name}, GPU-00000000-0000-0000-0000-{i:012d}, 7.0, {mib}, "
+        "580.95.05, Enabled\n" for i in range(count))
+    header = "\t\x1b[4m" + "\t".join(f"GPU{i}" for i in range(count)) + "\tCPU Affinity\tNUMA Affinity\x1b[0m\n"
+    rows = "".join(f"GPU{i}\t" + "\t".join(" X " if i == j else "SYS" for j in range(count)) + "\t0-31\t0\n"
+                   for i in range(count))
+    return build_facts(0, query, 0, header + rows + "\nLegend:\n")
+
+
+@pytest.mark.parametrize(("name", "gib"), [
+    ("Tesla V100-PCIE-16GB", 16),
+    ("Tesla V100-SXM2-16GB", 16),
+    ("Tesla V100-PCIE-32GB", 32),
+    ("Tesla V100-SXM2-32GB", 32),
+    ("Tesla V100S-PCIE-32GB", 32),
+    ("tesla v100-sxm2-16gb", 16),
+    ("Tesla V100-SXM2", 32),
+    ("", 32),
+])
+def test_gpu_memory_from_the_model_name(name, gib):
+    assert gpu_memory_gib({"gpu_model": name}) == gib
+
+
+@pytest.mark.parametrize(("name", "mib", "indexes", "expected"), [
+    ("Tesla V100-PCIE-16GB", 16160, [0, 1], (16160 / 1024, "nvidia-smi memory.total")),
+    ("Tesla V100-SXM2-32GB", 32768, [], (32.0, "nvidia-smi memory.total")),
+    ("Tesla V100-SXM2-32GB", 32768, [7], (32.0, "nvidia-smi memory.total")),
+])
+def test_gpu_memory_from_nvidia_smi_wins(name, mib, indexes, expected):
+    assert gpu_memory(server_of("Tesla V100-SXM2", 4), smi_facts(name, 4, mib), indexes) == expected
+
+
+def test_gpu_memory_without_a_read_uses_the_name():
+    assert gpu_memory(server_of("Tesla V100-SXM2-16GB", 4), {"status": "no_driver", "gpus": []}) == (
+        16, "gpu_model Tesla V100-SXM2-16GB")
+    assert gpu_memory(server_of("Tesla V100-SXM2", 4)) == (32, "no size in gpu_model, assumed")
+
+
+Q72 = "Qwen2.5-72B-Instruct"
+TP4 = {"gpus": [0, 1, 2, 3], "tensor_parallel": 4}
+TP4PP2 = {"gpus": list(range(8)), "tensor_parallel": 4, "pipeline_parallel": 2}
+# (id, gpu_model, GPUs on the host, nvidia-smi's MiB per GPU or None (offline), instance fields,
+#  None when weights-fit passes, else the texts of its message)
+FIT_CASES = [
+    ("72b-fp16-on-4x-pcie-16gb", "Tesla V100-PCIE-16GB", 4, None, TP4,
+     ["33.9 GiB of weights per GPU for ", "above the 14.4 GiB each GPU gives the engine",
+      "(135.4 GiB of weights (model.safetensors.index.json), over 4 GPU(s) of 16 GiB (gpu_model Tesla V100-PCIE-16GB); "
+      "the engine may use 16 GiB x gpu_memory_utilization 0.90 = 14.4 GiB)", "at least 10,"]),
+    ("72b-fp16-on-4x-sxm2-16gb", "Tesla V100-SXM2-16GB", 4, None, TP4,
+     ["33.9 GiB of weights per GPU", "over 4 GPU(s) of 16 GiB (gpu_model Tesla V100-SXM2-16GB)"]),
+    ("72b-fp16-on-4x-16gb-read", "Tesla V100-PCIE-16GB", 4, 16160, TP4,
+     ["above the 14.2 GiB each GPU gives the engine",
+      "over 4 GPU(s) of 15.8 GiB (nvidia-smi memory.total); the engine may use 15.8 GiB x "]),
+    ("72b-fp16-on-8x-16gb", "Tesla V100-PCIE-16GB", 8, None, TP4PP2,
+     ["16.9 GiB of weights per GPU", "above the 14.4 GiB each GPU gives the engine"]),
+    ("72b-fp16-on-8x-pcie-32gb", "Tesla V100-PCIE-32GB", 8, None, TP4PP2, None),
+    ("72b-fp16-on-8x-sxm2-32gb", "Tesla V100-SXM2-32GB", 8, None, TP4PP2, None),
+    ("72b-fp16-on-8x-32gb-read", "Tesla V100-SXM2-32GB", 8, 32768, TP4PP2, None),
+    ("72b-fp16-on-4x-32gb", "Tesla V100-SXM2-32GB", 4, None, TP4, ["33.9 GiB of weights per GPU", "28.8 GiB"]),
+    ("7b-on-2x-sxm2-16gb", "Tesla V100-SXM2-16GB", 2, None, {"gpus": [0, 1], "tensor_parallel": 2}, None),
+]
+
+
+@pytest.mark.parametrize(("gpu_model", "count", "mib", "fields", "texts"), [c[1:] for c in FIT_CASES],
+                         ids=[c[0] for c in FIT_CASES])
+def test_weights_fit_on_16_and_32_gb_cards(models, gpu_model, count, mib, fields, texts):
+    model = models["Qwen2.5-7B-Instruct" if fields["gpus"] == [0, 1] else Q72]
+    gpu_facts = smi_facts(gpu_model, count, mib) if mib else None
+    rep = report([chat(model, **fields)], server=server_of(gpu_model, count), gpu_facts=gpu_facts)
+    hits = findings(rep, "weights-fit")
+    if texts is None:
+        assert hits == []
+        assert rep["errors"] == 0, [f["message"] for f in rep["findings"]]
+        return
+    (hit,) = hits
+    assert (hit["severity"], hit["field"]) == ("error", "gpus")
+    for text in texts:
+        assert text in hit["message"]
+    assert [f["rule"] for f in rep["findings"] if f["severity"] == "error"] == ["weights-fit"]
