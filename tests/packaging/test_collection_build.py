@@ -2,19 +2,23 @@
 
 Builds the collection with ansible-galaxy, installs the artifact into a temporary
 collections path, and runs volta.serving.preflight from another directory against a
-throwaway inventory (controller only, no host contacted).
+throwaway inventory and against a copy of the shipped example inventory (controller only, no
+host contacted), and volta.serving.discover on this machine.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 import pytest
+from example_inventory import copy_with_key, fake_nvidia_smi
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -40,6 +44,8 @@ all:
           tensor_parallel: 4
           port: 8001
       api_gateway_generate_keys: true
+      firewall_ssh_cidrs: [10.0.0.0/8]
+      firewall_api_cidrs: [10.0.0.0/8]
 """
 
 
@@ -60,15 +66,60 @@ def artifact(tmp_path_factory):
     return tarballs[0]
 
 
-def test_artifact_has_no_tests_lab_or_inventories(artifact):
+def test_artifact_has_no_tests_lab_or_lab_inventories(artifact):
     with tarfile.open(artifact) as tar:
         names = tar.getnames()
     tops = {n.split("/", 1)[0] for n in names}
-    for unwanted in ("tests", "molecule", "inventories", "collections", "bench", ".ci", ".config", "Makefile"):
+    for unwanted in ("tests", "molecule", "collections", "bench", ".ci", ".config", "Makefile"):
         assert unwanted not in tops, f"{unwanted} is in the artifact"
-    for wanted in ("roles", "plugins", "playbooks", "meta", "MANIFEST.json", "README.md"):
+    for wanted in ("roles", "plugins", "playbooks", "meta", "MANIFEST.json", "README.md", "inventories"):
         assert wanted in tops, f"{wanted} is missing from the artifact"
     assert "plugins/modules/gpu_facts.py" in names
+    assert "playbooks/discover.yml" in names
+    inventories = {n.split("/")[1] for n in names if n.startswith("inventories/") and n.count("/") >= 1}
+    assert inventories == {"example"}, inventories
+
+
+EXAMPLE_FILES = ("hosts.yml", "host_vars/gpu01.yml", "group_vars/volta/main.yml", "group_vars/volta/vault.yml")
+
+
+def test_artifact_holds_the_example_inventory(artifact):
+    with tarfile.open(artifact) as tar:
+        names = set(tar.getnames())
+        for name in EXAMPLE_FILES:
+            assert f"inventories/example/{name}" in names
+            shipped = tar.extractfile(f"inventories/example/{name}").read()
+            assert shipped == (ROOT / "inventories" / "example" / name).read_bytes(), name
+
+
+# [text](target) and [label]: target; the target up to a space, a ')' or a '#'.
+LINK_RE = re.compile(r"\]\(\s*<?([^)\s>#]+)[^)]*\)|^\s*\[[^\]]+\]:\s*<?([^\s>#]+)", re.M)
+EXTERNAL_RE = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
+
+
+def shipped_links(artifact):
+    """``(markdown file, link target)`` for every relative link of every .md file in the artifact."""
+    with tarfile.open(artifact) as tar:
+        for member in tar.getmembers():
+            if not (member.isfile() and member.name.endswith(".md")):
+                continue
+            text = tar.extractfile(member).read().decode()
+            text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
+            for match in LINK_RE.finditer(text):
+                target = match.group(1) or match.group(2)
+                if not EXTERNAL_RE.match(target):
+                    yield member.name, target
+
+
+def test_no_shipped_link_points_outside_the_repository(artifact):
+    outside = []
+    for name, target in shipped_links(artifact):
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
+            outside.append(f"{name}: {target}")
+        elif not (ROOT / resolved).exists():
+            outside.append(f"{name}: {target} (no such file in the repository)")
+    assert outside == []
 
 
 def test_role_defaults_never_point_at_the_lab(artifact):
@@ -119,3 +170,36 @@ def test_installed_artifact_preflight_reports_errors(artifact, tmp_path):
     assert proc.returncode != 0
     assert "v100-box" in proc.stdout
     assert "bfloat16" in proc.stdout
+
+
+def install(artifact, tmp_path):
+    colls = tmp_path / "collections"
+    proc = run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(colls), str(artifact)],
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return colls, colls / "ansible_collections" / "volta" / "serving"
+
+
+def test_installed_example_inventory_copied_passes_preflight(artifact, tmp_path):
+    colls, installed = install(artifact, tmp_path)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    password = copy_with_key(installed / "inventories" / "example", work / "myserver", BIN)
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(colls), "ANSIBLE_INJECT_FACT_VARS": "false"}
+    proc = run([str(BIN / "ansible-playbook"), "volta.serving.preflight", "-i", "myserver",
+                "--vault-password-file", str(password), "-e", "volta_preflight_detect=false"], cwd=work, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gpu01: 1 instance(s) planned, running volta-chat.service" in proc.stdout
+
+
+def test_installed_discover_runs_read_only(artifact, tmp_path):
+    colls, _installed = install(artifact, tmp_path)
+    capture = ROOT / "tests" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
+    smi = fake_nvidia_smi(tmp_path, capture)
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(colls), "ANSIBLE_CALLBACK_RESULT_FORMAT": "yaml"}
+    proc = run([str(BIN / "ansible-playbook"), "volta.serving.discover", "-i", "gpu01,", "-c", "local", "--check",
+                "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"volta_discover_nvidia_smi={smi}"],
+               cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "changed=0" in proc.stdout
+    assert "        volta_server:\n          gpu_model: NVIDIA H200  # " in proc.stdout
