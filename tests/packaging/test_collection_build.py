@@ -92,8 +92,9 @@ def test_artifact_holds_the_example_inventory(artifact):
             assert shipped == (ROOT / "inventories" / "example" / name).read_bytes(), name
 
 
-# [text](target) and [label]: target; the target up to a space, a ')' or a '#'.
-LINK_RE = re.compile(r"\]\(\s*<?([^)\s>#]+)[^)]*\)|^\s*\[[^\]]+\]:\s*<?([^\s>#]+)", re.M)
+# [text](target) and [label]: target; the target up to a space, a ')' or a '#'. A path in a code
+# span that starts with ../ is a reference to a file as well.
+LINK_RE = re.compile(r"\]\(\s*<?([^)\s>#]+)[^)]*\)|^\s*\[[^\]]+\]:\s*<?([^\s>#]+)|`(\.\./[^`\s]+)`", re.M)
 EXTERNAL_RE = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
 
 
@@ -106,7 +107,7 @@ def shipped_links(artifact):
             text = tar.extractfile(member).read().decode()
             text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
             for match in LINK_RE.finditer(text):
-                target = match.group(1) or match.group(2)
+                target = match.group(1) or match.group(2) or match.group(3)
                 if not EXTERNAL_RE.match(target):
                     yield member.name, target
 
