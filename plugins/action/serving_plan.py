@@ -24,6 +24,7 @@ from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 from ansible_collections.volta.serving.plugins.module_utils._defaults import expression as role_default
 from ansible_collections.volta.serving.plugins.module_utils._defaults import literal as literal_default
+from ansible_collections.volta.serving.plugins.module_utils._known_vars import ours
 from ansible_collections.volta.serving.plugins.module_utils._model import (
     ModelError,
     resolve_instances,
@@ -32,6 +33,12 @@ from ansible_collections.volta.serving.plugins.module_utils._plan import (
     DEFAULT_SECRETS_DIR,
     build_report,
 )
+from ansible_collections.volta.serving.plugins.module_utils._preflight_rules import (
+    ENGINE_VERSION_VARS,
+    INDEXED,
+    RELEASE_RE,
+)
+from ansible_collections.volta.serving.plugins.module_utils._releases import read_releases, urllib_read
 from ansible_collections.volta.serving.plugins.module_utils._shapes import shape_problems
 
 # No defaults here: an argument left out comes from VAR_DEFAULTS (host variables), whose
@@ -66,6 +73,10 @@ ARGUMENT_SPEC = {
     "units": {"type": "dict"},
     "models": {"type": "dict"},
     "models_root": {"type": "str"},
+    "unknown_variables": {"type": "str"},
+    "model_facts_from": {"type": "str", "choices": ["host", "controller"], "default": "host"},
+    "preflight": {"type": "bool", "default": False},
+    "index_timeout": {"type": "int", "default": 10},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
 }
@@ -156,6 +167,14 @@ VAR_DEFAULTS = {
     # the source's served path under the role's model_root (_model.resolve_instances).
     "models": "volta_models | default({})",
     "models_root": role_default("model", "model_root"),
+    # Unknown variables and instance fields: error, or warn for the whole fleet.
+    "unknown_variables": "preflight_unknown_variables | default(volta_unknown_variables | default('error'))",
+}
+
+# What only preflight's call reads (preflight: true): the driver pin and the index of the engine pins.
+PREFLIGHT_VARS = {
+    "driver_version": f"({role_default('nvidia_driver', 'nvidia_driver_version')}) | string",
+    "index_url": f"({role_default('engine', 'engine_pypi_index_url')}) | string",
 }
 
 
@@ -168,7 +187,7 @@ SHAPE_VARS = {"volta_server": "server", "volta_instances": "instances", "api_gat
 # layer's call with the same inputs (the same run, nothing changed in between) reuses that report.
 CACHE_FACT = "volta_serving_plan"
 # Arguments that change what the action does with the report, not the report itself.
-NOT_INPUTS = ("dump_dir", "report_warnings")
+NOT_INPUTS = ("dump_dir", "report_warnings", "index_timeout")
 
 
 def inputs_digest(args):
@@ -187,6 +206,13 @@ def write_dump(dump_dir, host, plan):
         handle.write("\n")
     os.replace(tmp, path)
     return path
+
+
+def not_run_text(skipped):
+    """The summary's list of the rules that did not run, and why ("" when every rule ran)."""
+    if not skipped:
+        return ""
+    return f"; not run ({len(skipped)}): " + "; ".join(skipped)
 
 
 class ActionModule(ActionBase):
@@ -232,6 +258,44 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("serving_plan: " + "; ".join(validation.error_messages))
         return validation.validated_parameters
 
+    def _evaluate(self, templar, expression):
+        """The value of *expression* over the host's variables, or None when it cannot be evaluated."""
+        try:
+            return templar.evaluate_expression(trust_as_template(expression))
+        except Exception:  # a value preflight cannot read is checked by the layer that reads it
+            return None
+
+    @staticmethod
+    def _pins(args):
+        """Engine version variable -> version, for the flavours the host's instances use."""
+        used = {inst.get("engine") for inst in args.get("instances") or [] if isinstance(inst, dict)}
+        versions = args.get("engine_versions") or {}
+        return {variable: str((versions.get(flavour) or {}).get(key))
+                for flavour, variables in ENGINE_VERSION_VARS.items() if flavour in used
+                for key, variable in variables.items()
+                if (versions.get(flavour) or {}).get(key) not in (None, "")}
+
+    def _preflight_inputs(self, task_vars, args):
+        """What _preflight_rules.preflight_findings reads: the host's variable names, pins and the index's releases."""
+        templar = self._templar.copy_with_new_env(available_variables=task_vars)
+        facts = set(task_vars.get("ansible_facts") or {})
+        names = sorted(k for k in task_vars if ours(k) and k not in facts)
+        values = {k: self._evaluate(templar, expr) for k, expr in PREFLIGHT_VARS.items()}
+        pins = self._pins(args)
+        read = urllib_read(args["index_timeout"])
+        releases = {variable: read_releases(values["index_url"], project, read)
+                    for variable, project in INDEXED.items()
+                    if variable in pins and RELEASE_RE.fullmatch(pins[variable])}
+        return {
+            "variables": names,
+            "driver_version": values["driver_version"],
+            "driver_branch": args["driver_branch"],
+            "engine_pins": pins,
+            "releases": releases,
+            "sha256": {k: self._evaluate(templar, k) for k in names if k.endswith("_sha256")},
+            "models": args.get("models") or {},
+        }
+
     @staticmethod
     def _instances(args):
         """The instances with each model_source turned into its served path (model)."""
@@ -241,7 +305,7 @@ class ActionModule(ActionBase):
         except ModelError as exc:
             raise AnsibleActionFail(f"serving_plan: {exc}") from exc
 
-    def _build(self, host, args):
+    def _build(self, host, args, preflight=None):
         """The report of the V100 rules and the plan (_plan.build_report) from the resolved arguments."""
         return build_report(
             host,
@@ -269,6 +333,9 @@ class ActionModule(ActionBase):
             key_sha256=args.get("api_key_sha256"),
             lab=bool(args.get("lab")),
             units=args.get("units"),
+            unknown_mode=args.get("unknown_variables") or "error",
+            preflight=preflight,
+            model_facts_from=args["model_facts_from"],
         )
 
     def run(self, tmp=None, task_vars=None):
@@ -279,41 +346,47 @@ class ActionModule(ActionBase):
         args = self._resolve_args(task_vars)
         host = args.get("host") or "localhost"
 
-        digest = inputs_digest(args)
-        cached = task_vars.get("ansible_facts", {}).get(CACHE_FACT) or {}
-        if cached.get("inputs") == digest:
-            report, result["reused"] = cached["report"], True
-        else:
-            report, result["reused"] = self._build(host, args), False
-            result["ansible_facts"] = {CACHE_FACT: {"inputs": digest, "report": report}}
-
-        result.update(
-            changed=False,
-            plan=report["plan"],
-            findings=report["findings"],
-            errors=report["errors"],
-            warning_count=report["warnings"],
-            allowed_count=report["allowed"],
-        )
+        report, result["reused"], facts = self._report(host, args, task_vars)
+        result.update(changed=False, errors=report["errors"], warning_count=report["warnings"],
+                      allowed_count=report["allowed"], skipped_rules=report.get("skipped", []))
         if args.get("dump_dir"):
             try:
                 result["dump_file"] = write_dump(args["dump_dir"], host, report["plan"])
             except OSError as exc:
                 raise AnsibleActionFail(f"{host}: cannot write the plan to {args['dump_dir']}: {to_text(exc)}") from exc
-
         printed = [f["message"] for f in report["findings"] if f["severity"] == "warning"]
         printed += [f"ALLOWED ({f['rule']}): {f['message']}" for f in report["findings"] if f["severity"] == "allowed"]
         if printed and args["report_warnings"]:
             result["warnings"] = printed
+        if report["errors"]:
+            # The errors only: the plan and the findings (a few hundred lines) would bury them.
+            return self._failed(result, host, report)
+        result.update(plan=report["plan"], findings=report["findings"])
+        if facts:
+            result["ansible_facts"] = facts
+        result["msg"] = (
+            f"{host}: serving plan of {len(report['plan']['instances'])} instance(s): "
+            f"no errors, {report['warnings']} warning(s), {report['allowed']} allowed"
+            + not_run_text(report.get("skipped"))
+        )
+        return result
+
+    def _report(self, host, args, task_vars):
+        """``(report, reused, facts)``: the cached report when the inputs are unchanged, else a new one."""
+        digest = inputs_digest(args)
+        cached = task_vars.get("ansible_facts", {}).get(CACHE_FACT) or {}
+        if cached.get("inputs") == digest and not args["preflight"]:
+            return cached["report"], True, None
+        preflight = self._preflight_inputs(task_vars, args) if args["preflight"] else None
+        report = self._build(host, args, preflight)
+        return report, False, {CACHE_FACT: {"inputs": digest, "report": report}}
+
+    @staticmethod
+    def _failed(result, host, report):
         errors = [f["message"] for f in report["findings"] if f["severity"] == "error"]
-        if errors:
-            result["failed"] = True
-            result["msg"] = f"{host}: {len(errors)} error(s) in the serving plan:\n" + "\n".join(
-                f"- {message}" for message in errors
-            )
-        else:
-            result["msg"] = (
-                f"{host}: serving plan of {len(report['plan']['instances'])} instance(s): "
-                f"no errors, {report['warnings']} warning(s), {report['allowed']} allowed"
-            )
+        result["failed"] = True
+        result["error_rules"] = [f["rule"] for f in report["findings"] if f["severity"] == "error"]
+        result["msg"] = (f"{host}: {len(errors)} error(s) in the serving plan:\n"
+                         + "\n".join(f"- {message}" for message in errors)
+                         + not_run_text(report.get("skipped")))
         return result

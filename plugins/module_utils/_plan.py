@@ -32,7 +32,9 @@ from ansible_collections.volta.serving.plugins.module_utils._inputs import (
     secret_env_names,
     secret_names,
 )
+from ansible_collections.volta.serving.plugins.module_utils._known_vars import mode_finding, soften, suggestion
 from ansible_collections.volta.serving.plugins.module_utils._model_rules import check_models, infer_families
+from ansible_collections.volta.serving.plugins.module_utils._preflight_rules import preflight_findings
 from ansible_collections.volta.serving.plugins.module_utils._rules import (
     ALLOWED,
     DTYPES,
@@ -59,6 +61,7 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
     throughput_mode,
     vllm_default_mbt,
 )
+from ansible_collections.volta.serving.plugins.module_utils._skipped import controller_model_facts, skipped
 from ansible_collections.volta.serving.plugins.module_utils._units import check_start_limit, unit_sandbox
 from ansible_collections.volta.serving.plugins.module_utils._vllm_cli import check_flags, resolve_args
 
@@ -136,6 +139,8 @@ OPTIONAL_FIELDS = (
     "env",
     "secret_env",
     "allow",
+    # Replaced by model (the source's served path) before the fields are read (_model.resolve_instances).
+    "model_source",
 )
 KNOWN_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
@@ -296,13 +301,14 @@ class _Normalizer:
                     "name, engine, model, gpus and port are needed to build the launch command.",
                     f"set {field} in volta_instances[{self.index}].",
                 )
-        for field in sorted(set(self.raw) - set(KNOWN_FIELDS)):
+        for field in sorted(set(self.raw) - set(KNOWN_FIELDS), key=str):
             self.bad(
                 "unknown-field",
                 field,
                 f"{field} is not a field volta.serving reads; it is ignored.",
                 "a misspelt field silently keeps the profile default.",
-                f"fields are: {', '.join(KNOWN_FIELDS)}.",
+                f"{suggestion(str(field), KNOWN_FIELDS)}Fields are: {', '.join(KNOWN_FIELDS)} "
+                "(volta_unknown_variables: warn makes this a warning).",
             )
 
     def _identity(self):
@@ -661,7 +667,7 @@ def _islands(host, server):
     """``(islands, findings)``: volta_server.nvlink_islands as a list of GPU lists."""
     islands = server.get("nvlink_islands") or []
     if isinstance(islands, list) and all(isinstance(i, list) and all(_is_int(g) for g in i) for i in islands):
-        return islands, []
+        return islands, _islands_range(host, islands, server.get("gpu_count"))
     return [], [
         finding(
             "invalid-value",
@@ -672,6 +678,29 @@ def _islands(host, server):
             "TP groups are checked against the NVLink islands.",
             "write it as [[0, 1, 2, 3], [4, 5, 6, 7]] or [] for PCIe only.",
         )
+    ]
+
+
+def _islands_range(host, islands, gpu_count):
+    """An ``invalid-value`` finding for each NVLink island that names a GPU the host does not have."""
+    if not (_is_int(gpu_count) and gpu_count >= 1):
+        return []  # the shape check refuses the count itself
+    return [
+        finding(
+            "invalid-value",
+            host,
+            None,
+            "volta_server.nvlink_islands",
+            f"nvlink_islands[{index}] {island!r} names GPU {', '.join(str(g) for g in bad)}, but the host has "
+            f"{gpu_count} GPUs (indexes 0-{gpu_count - 1}).",
+            "TP groups are checked against the NVLink islands; an island with a GPU that is not there makes "
+            "that check compare with the wrong board.",
+            f"list only GPU indexes 0-{gpu_count - 1} (nvidia-smi topo -m shows the NVLink groups), or correct "
+            "volta_server.gpu_count.",
+        )
+        for index, island in enumerate(islands)
+        for bad in [[g for g in island if not 0 <= g < gpu_count]]
+        if bad
     ]
 
 
@@ -811,8 +840,16 @@ def build_report(
     key_sha256=None,
     lab=False,
     units=None,
+    unknown_mode="error",
+    preflight=None,
+    model_facts_from="host",
 ):
     """Check one host's instances and build its plan.
+
+    *unknown_mode*: volta_unknown_variables (``warn`` makes unknown variables and fields warnings).
+    *preflight*: the controller-side inputs of ``_preflight_rules.preflight_findings`` (preflight only).
+    *model_facts_from*: ``controller`` when *model_facts* were read on the controller (paths not there are
+    not missing, they were not read); the report's ``skipped`` lists the rules that did not run and why.
 
     *gateway*: the api_gateway settings that reach nginx (``_gateway.GATEWAY_KEYS``), or None.
     *key_sha256*: where each configured key is set -> its sha256 (never the keys); *lab*: volta_lab.
@@ -839,6 +876,12 @@ def build_report(
         **{("host_platform" if k == "host" else k): v for k, v in (platform or {}).items()},
     }
     server, instances, findings = _host_inputs(host, server, instances)
+    reasons = {}
+    if model_facts is not None and model_facts_from == "controller":
+        model_facts, reasons = controller_model_facts(model_facts)
+    if preflight is not None:
+        findings += preflight_findings(host, preflight, instances, gateway)
+    findings += [f for f in [mode_finding(host, unknown_mode)] if f]
     findings += _host_wide_findings(host, server, gateway=gateway, secrets_dir=secrets_dir,
                                     engines_root=engines_root, key_sha256=key_sha256, lab=lab, units=units)
     merged, profile_findings = merge_profiles(profiles, host)
@@ -846,9 +889,12 @@ def build_report(
     findings += profile_findings + island_findings
     normalised, instance_findings = _checked_instances(
         host, instances, merged, _context(host, server, islands, settings), server, gpu_facts, model_facts)
-    findings = apply_allow(findings + instance_findings, [inst for inst in normalised if inst["name"]], host)
+    findings = soften(findings + instance_findings, unknown_mode)
+    findings = apply_allow(findings, [inst for inst in normalised if inst["name"]], host)
     entries = _plan_entries(normalised, merged, findings, engines_root, secrets_dir)
-    return _report(host, server, secrets_dir, entries, findings)
+    report = _report(host, server, secrets_dir, entries, findings)
+    report["skipped"] = skipped(normalised, model_facts, gpu_facts, reasons)
+    return report
 
 
 def _host_wide_findings(host, server, *, gateway, secrets_dir, engines_root, key_sha256, lab, units):

@@ -215,6 +215,33 @@ options:
         preflight set V(false) so each warning is printed once per run; the counts are returned either way.
     type: bool
     default: true
+  unknown_variables:
+    description:
+      - V(warn) makes unknown instance fields (and, with O(preflight), unknown variables) warnings; V(error) stops.
+      - Left out, C(preflight_unknown_variables), else C(volta_unknown_variables), else V(error).
+    type: str
+  preflight:
+    description:
+      - The controller-side checks of preflight as well (volta.serving.preflight sets it), from the host's
+        variables - every variable with a role's prefix that no role's argument spec lists (with the closest
+        known name), C(nvidia_driver_version) against the branch, the form of the engine versions and, when the
+        controller can read C(engine_pypi_index_url), vLLM's releases there (else a warning), the form of every
+        C(*_sha256) pin and of the C(volta_models) pins (placeholders such as C(aaaa...) refused), and an empty
+        C(firewall_api_cidrs) while instances are served with the firewall on.
+    type: bool
+    default: false
+  index_timeout:
+    description: Seconds to wait for the index when O(preflight) reads the releases of the pinned vLLM.
+    type: int
+    default: 10
+  model_facts_from:
+    description:
+      - Where O(model_facts) were read. V(controller) - a local path that is not on the controller was not read
+        (not missing), and a hub model the controller could not read is not an error; the summary lists the
+        model rules that did not run and why.
+    type: str
+    choices: [host, controller]
+    default: host
   dump_dir:
     description:
       - A directory on the controller; when set, the plan is also written to C(<dump_dir>/<host>.json)
@@ -279,8 +306,8 @@ reused:
   type: bool
   sample: true
 ansible_facts:
-  description: Set when the report was built (not reused).
-  returned: when built
+  description: Set when the report was built (not reused) and has no errors.
+  returned: when built without errors
   type: dict
   contains:
     volta_serving_plan:
@@ -288,8 +315,8 @@ ansible_facts:
       type: dict
       returned: when built
 plan:
-  description: The serving plan of the host.
-  returned: always
+  description: The serving plan of the host (on an error only RV(msg) lists the errors, the plan is left out).
+  returned: when there are no errors
   type: dict
   contains:
     host:
@@ -387,7 +414,7 @@ plan:
           sample: []
 findings:
   description: Every finding, in order. C(severity) is V(error), V(warning) or V(allowed).
-  returned: always
+  returned: when there are no errors
   type: list
   elements: dict
   sample:
@@ -414,6 +441,20 @@ allowed_count:
   returned: always
   type: int
   sample: 0
+error_rules:
+  description: The rule of each error, in the order of RV(msg)'s list (the findings are left out on an error).
+  returned: when there are errors
+  type: list
+  elements: str
+  sample: [driver-version-branch, unknown-variable]
+skipped_rules:
+  description:
+    - The rules that did not run for the host, and why (the model rules of an instance whose model was not read,
+      C(gpu-facts-mismatch) without the GPUs read); RV(msg) lists them too.
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpu-facts-mismatch (volta_server against nvidia-smi): the GPUs were not read in this run"]
 dump_file:
   description: The file the plan was written to, when O(dump_dir) is set.
   returned: when O(dump_dir) is set
