@@ -53,8 +53,11 @@ def test_the_example_with_a_plain_key_passes():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def load(*parts):
+    return yaml.safe_load(EXAMPLE.joinpath(*parts).read_text())
+
+
 def test_the_example_describes_one_pcie_box_with_a_pinned_model():
-    load = lambda *parts: yaml.safe_load((EXAMPLE.joinpath(*parts)).read_text())  # noqa: E731
     host = load("host_vars", "gpu01.yml")
     assert host["volta_server"]["gpu_model"].startswith("Tesla V100-PCIE-")
     assert host["volta_server"]["nvlink_islands"] == []
