@@ -565,3 +565,77 @@ def test_a_later_layer_reuses_the_plan_only_with_the_same_inputs(monkeypatch):
     assert "8002" in json.dumps(other["plan"]["instances"][0])
     assert "8002" not in json.dumps(first["plan"]["instances"][0])
     assert other["ansible_facts"]["volta_serving_plan"]["inputs"] != fact["inputs"]
+
+
+# ------------------------------------------------------------------------------------------------
+# preflight: true, the controller-side checks of the host's variables (the index read is injected).
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def index(monkeypatch):
+    """The releases the action reads from engine_pypi_index_url, without the network; records the calls."""
+    from ansible_collections.volta.serving.plugins.action import serving_plan as plugin
+
+    calls = []
+
+    def read_releases(url, project, read):
+        calls.append((url, project))
+        return {"project": project, "index": url, "versions": ["0.19.1", "0.21.0", "0.22.0"], "error": None}
+
+    monkeypatch.setattr(plugin, "read_releases", read_releases)
+    return calls
+
+
+def preflight_run(**host_vars):
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R],
+                 "api_gateway_generate_keys": True, "firewall_api_cidrs": ["10.0.0.0/8"], **host_vars}
+    return make_action({"preflight": True}).run(task_vars=task_vars)
+
+
+@pytest.mark.parametrize(
+    ("host_vars", "rule", "text"),
+    [
+        ({"firewall_api_cidr": ["10.0.0.0/8"]}, "unknown-variable",
+         "server-a: host-wide: field firewall_api_cidr: firewall_api_cidr is not a variable of any volta.serving role"),
+        ({"nvidia_driver_version": "590.44.01"}, "driver-version-branch",
+         "server-a: host-wide: field nvidia_driver_version: nvidia_driver_version 590.44.01 is not a version of "
+         "driver branch 580"),
+        ({"engine_vllm_version": "0.99.0"}, "engine-version",
+         "engine_vllm_version 0.99.0 is not a release of vllm on https://pypi.org/simple"),
+        ({"engine_vllm_version": "latest"}, "engine-version", "engine_vllm_version 'latest' is not a release version"),
+        ({"engine_onecat_sha256": "a" * 64}, "pin-format", "field engine_onecat_sha256: engine_onecat_sha256"),
+        ({"firewall_api_cidrs": []}, "api-cidrs-empty", "field firewall_api_cidrs: firewall_api_cidrs is empty"),
+    ],
+)
+def test_preflight_refuses_the_controller_visible_mistakes(index, host_vars, rule, text):
+    result = preflight_run(**host_vars)
+    assert result.get("failed") is True, result["msg"]
+    assert result["error_rules"] == [rule]
+    assert text in result["msg"]
+    assert "plan" not in result
+
+
+def test_preflight_reads_the_index_once_for_a_well_formed_vllm_pin_and_passes(index):
+    result = preflight_run(engine_vllm_version="0.21.0", preflight_unknown_variables="error")
+    assert not result.get("failed"), result["msg"]
+    assert index == [("https://pypi.org/simple", "vllm")]
+    assert "not run (2): model rules" in result["msg"]
+    preflight_run(engine_vllm_version="latest")
+    assert len(index) == 1  # a malformed pin is refused for its form, the index is not read
+
+
+def test_preflight_warn_mode_and_facts_are_not_variables(index):
+    result = preflight_run(firewall_api_cidr=["10.0.0.0/8"], volta_unknown_variables="warn",
+                           ansible_facts={"volta_gpu": {}}, volta_gpu={"status": "injected"})
+    assert not result.get("failed"), result["msg"]
+    assert any("did you mean firewall_api_cidrs?" in w for w in result["warnings"])
+    assert not any("volta_gpu" in w for w in result["warnings"])
+
+
+def test_later_layers_do_not_check_variables(index):
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R],
+                 "api_gateway_generate_keys": True, "engine_fixups_result": {}, "firewall_api_cidr": []}
+    result = make_action({}).run(task_vars=task_vars)
+    assert not result.get("failed"), result["msg"]
+    assert index == []
