@@ -303,7 +303,7 @@ class ActionModule(ActionBase):
             return resolve_instances(args["instances"], args.get("models") or {},
                                      args.get("models_root") or literal_default("model", "model_root"))
         except ModelError as exc:
-            raise AnsibleActionFail(f"serving_plan: {exc}") from exc
+            raise AnsibleActionFail(f"{args.get('host') or 'localhost'}: serving_plan: {exc}") from exc
 
     def _build(self, host, args, preflight=None):
         """The report of the V100 rules and the plan (_plan.build_report) from the resolved arguments."""
