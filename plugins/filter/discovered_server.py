@@ -34,6 +34,11 @@ options:
   pci_functions:
     description: The number of NVIDIA PCI functions (RV(volta.serving.gpu_facts#module:pci_functions)).
     type: int
+  current:
+    description:
+      - The host's C(volta_server) in the inventory, when it has one; a comment of the block says what differs
+        from what was read.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -66,12 +71,12 @@ _value:
 """
 
 
-def discovered_server(gpu_facts, host, meminfo=None, pci_functions=None):
+def discovered_server(gpu_facts, host, meminfo=None, pci_functions=None, current=None):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load (tests/unit/plugins/filter/test_filter_imports.py).
     from ansible_collections.volta.serving.plugins.module_utils._discover import discover
 
-    return discover(host, gpu_facts, meminfo=meminfo, pci_functions=pci_functions)
+    return discover(host, gpu_facts, meminfo=meminfo, pci_functions=pci_functions, current=current)
 
 
 class FilterModule:

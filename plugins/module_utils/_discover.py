@@ -139,9 +139,28 @@ def _unread_server(facts, ram, pci_functions):
     return server, notes, comments
 
 
-def discover(host, gpu_facts, meminfo=None, pci_functions=None):
+def compare(current, server):
+    """A note on the inventory's volta_server (*current*) against the one read, or None without one."""
+    if not isinstance(current, dict):
+        return None
+    differ = []
+    for key, value in server.items():
+        said = current.get(key)
+        if key == "nvlink_islands":
+            same = sorted(sorted(i) for i in said or []) == sorted(sorted(i) for i in value)
+        else:
+            same = str(said) == str(value)
+        if value is not None and not same:
+            differ.append(f"{key} {said!r} (inventory) against {value!r} (read)")
+    if not differ:
+        return "the inventory's volta_server says the same"
+    return "the inventory's volta_server differs: " + "; ".join(differ)
+
+
+def discover(host, gpu_facts, meminfo=None, pci_functions=None, current=None):
     """The ``volta_server`` of *host* from its volta_gpu fact (and ``/proc/meminfo``'s text).
 
+    *current* is the inventory's volta_server of the host, if it has one: a note says what differs.
     Returns ``{"host", "read": bool, "volta_server": {...}, "notes": [...], "block": str}``; ``read``
     is False when nvidia-smi listed no GPU: the block then has the fields to fill in by hand.
     """
@@ -155,5 +174,8 @@ def discover(host, gpu_facts, meminfo=None, pci_functions=None):
         server, notes, comments = _unread_server(facts, ram, pci_functions)
     if ram is None:
         notes.append("ram_gb left out: /proc/meminfo gave no MemTotal (preflight then skips the RAM check)")
+    note = compare(current, server) if read else None
+    if note:
+        notes.append(note)
     return {"host": host, "read": read, "volta_server": server, "notes": notes,
             "block": _render(host, server, notes, comments)}

@@ -79,3 +79,13 @@ def test_discover_prints_the_block_of_the_capture_and_changes_nothing(tmp_path):
                  "volta_server:", "gpu_model: NVIDIA H200", "gpu_count: 2", 'compute_capability: "9.0"',
                  "nvlink_islands: [[0, 1]]", "ram_gb: "):
         assert line in proc.stdout, proc.stdout
+
+
+def test_discover_on_an_inventory_host_says_what_differs(tmp_path):
+    smi = fake_nvidia_smi(tmp_path, CAPTURE)
+    proc = playbook("playbooks/discover.yml", "-i", str(EXAMPLE), "--check", "-e", "ansible_connection=local",
+                    "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"volta_discover_nvidia_smi={smi}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.replace("#   ", "").split())
+    assert ("# the inventory's volta_server differs: gpu_model 'Tesla V100-PCIE-16GB' (inventory) against "
+            "'NVIDIA H200' (read); gpu_count 4 (inventory) against 2 (read);") in said, proc.stdout

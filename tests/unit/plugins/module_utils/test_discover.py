@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils._discover import discover, ram_gb
+from ansible_collections.volta.serving.plugins.module_utils._discover import compare, discover, ram_gb
 from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import build_facts, empty_facts
 
 CAPTURE = Path(__file__).resolve().parents[4] / "tests" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
@@ -124,3 +124,29 @@ def test_gpu_model_is_quoted_only_when_needed(name, line):
     out = discover("box", facts, MEMINFO)
     assert line in out["block"]
     assert yaml.safe_load(out["block"])["volta_server"]["gpu_model"] == name
+
+
+READ = {"gpu_model": "Tesla V100-PCIE-16GB", "gpu_count": 4, "compute_capability": "7.0", "nvlink_islands": [],
+        "ram_gb": 251}
+
+
+@pytest.mark.parametrize(("current", "expected"), [
+    (None, None),
+    ([], None),
+    (dict(READ), "the inventory's volta_server says the same"),
+    ({**READ, "compute_capability": 7.0}, "the inventory's volta_server says the same"),
+    ({**READ, "gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8},
+     "the inventory's volta_server differs: gpu_model 'Tesla V100-PCIE-32GB' (inventory) against "
+     "'Tesla V100-PCIE-16GB' (read); gpu_count 8 (inventory) against 4 (read)"),
+    ({**READ, "nvlink_islands": [[1, 0]]}, "differs: nvlink_islands [[1, 0]] (inventory) against [] (read)"),
+    ({k: v for k, v in READ.items() if k != "ram_gb"}, "differs: ram_gb None (inventory) against 251 (read)"),
+])
+def test_the_inventory_s_volta_server_is_compared(current, expected):
+    note = compare(current, READ)
+    assert note == expected or (expected and expected in note)
+
+
+def test_the_comparison_is_a_note_of_the_block():
+    out = discover("box", v100_facts("Tesla V100-PCIE-16GB", 4, 16160), MEMINFO,
+                   current={**READ, "gpu_count": 8})
+    assert "# the inventory's volta_server differs: gpu_count 8 (inventory) against 4 (read)\n" in out["block"]
