@@ -10,7 +10,16 @@ from ansible_collections.volta.serving.plugins.filter import engine_build as plu
 
 
 def test_filters_are_registered():
-    assert set(plugin.FilterModule().filters()) == {"engine_build_plan", "engine_wheel_paths", "engine_sdist_link"}
+    assert set(plugin.FilterModule().filters()) == {"engine_build_plan", "engine_wheel_paths", "engine_sdist_link",
+                                                    "engine_llamacpp_key"}
+
+
+def test_llamacpp_key_filter_names_the_bad_input():
+    with pytest.raises(AnsibleFilterError, match=r"engine_llamacpp_key: expected a mapping"):
+        plugin.engine_llamacpp_key("llamacpp")
+    with pytest.raises(AnsibleFilterError, match=r"engine_llamacpp_key: engine_llamacpp_source_sha256 is ''"):
+        plugin.engine_llamacpp_key({"ref": "b6000", "source_sha256": "", "cuda": False, "compiler": "12.2.0",
+                                    "os": "Debian 12"})
 
 
 def test_build_plan_names_missing_inputs_and_bad_values():
