@@ -45,7 +45,6 @@ _value:
 """
 
 
-
 def _undecryptable(value):
     marker = get_first_marker_arg([value], {})
     return marker is not None and type(marker).__name__ == "VaultExceptionMarker"

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The releases of a project on a Python package index, read from the controller by preflight.
 
-Standard library only. ``releases(index_url, project, read)`` asks the index's simple API for the
+The standard library and Ansible's ``open_url`` (proxies and CA certificates as Ansible's own downloads).
+``read_releases(index_url, project, read)`` asks the index's simple API for the
 project's page (PEP 691 JSON when the index serves it, else the PEP 503 HTML page) and returns the
 versions it lists. *read* (``url, accept -> bytes``) does the request; unit tests pass their own, so no
 test touches the network. ``read_releases`` never raises: an index that cannot be read gives
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-import urllib.request
 
 ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 LIMIT = 16 * 1024 * 1024
@@ -33,11 +33,12 @@ def page_url(index_url, project):
 
 
 def urllib_read(timeout):
-    """A reader over urllib (the controller's proxies from the environment)."""
+    """A reader over Ansible's open_url (the controller's proxies from the environment)."""
+    from ansible.module_utils.urls import open_url
+
     def read(url, accept):
         headers = {"Accept": accept, "User-Agent": "volta.serving-preflight"}
-        request = urllib.request.Request(url, headers=headers)  # noqa: S310 - read_releases allows http(s) only
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - as above
+        with open_url(url, headers=headers, timeout=timeout) as response:
             return response.read(LIMIT)
     return read
 

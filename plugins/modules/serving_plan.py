@@ -315,7 +315,7 @@ ansible_facts:
       type: dict
       returned: when built
 plan:
-  description: The serving plan of the host (on an error only RV(msg) lists the errors, the plan is left out).
+  description: The serving plan of the host (on an error only C(msg) lists the errors, the plan is left out).
   returned: when there are no errors
   type: dict
   contains:
@@ -442,7 +442,7 @@ allowed_count:
   type: int
   sample: 0
 error_rules:
-  description: The rule of each error, in the order of RV(msg)'s list (the findings are left out on an error).
+  description: The rule of each error, in the order of the list in C(msg) (the findings are left out on an error).
   returned: when there are errors
   type: list
   elements: str
@@ -450,7 +450,7 @@ error_rules:
 skipped_rules:
   description:
     - The rules that did not run for the host, and why (the model rules of an instance whose model was not read,
-      C(gpu-facts-mismatch) without the GPUs read); RV(msg) lists them too.
+      C(gpu-facts-mismatch) without the GPUs read); C(msg) lists them too.
   returned: always
   type: list
   elements: str

@@ -114,7 +114,7 @@ def test_each_mistake_is_named_in_preflight(mistakes, name):
 
 
 def test_one_host_stops_every_host_before_any_change(mistakes):
-    _, out = mistakes
+    out = mistakes[1]
     # The settings play and the host layer never start, not even for the host without a mistake.
     for play in ("PLAY [Check every layer's settings", "PLAY [Driver and CUDA toolkit]", "PLAY [Engine"):
         assert play not in out, out[-3000:]
@@ -122,14 +122,14 @@ def test_one_host_stops_every_host_before_any_change(mistakes):
 
 
 def test_a_plan_error_prints_the_errors_not_the_plan(mistakes):
-    _, out = mistakes
+    out = mistakes[1]
     assert "error(s) in the serving plan" in out
     for text in ("volta_serving_plan", "unit_sandbox", '"argv"', "argv:"):
         assert text not in out, text
 
 
 def test_the_model_rules_run_from_the_controller_and_the_summary_lists_what_did_not(mistakes):
-    _, out = mistakes
+    out = mistakes[1]
     flat = " ".join(out.split())
     assert "Total number of attention heads (64) must be divisible by tensor parallel size (3)." in flat
     assert ("not run (2): model rules (model-missing, tp-heads, max-model-len, weights-fit, ...) for instance chat: "
