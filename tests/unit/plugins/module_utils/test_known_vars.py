@@ -75,7 +75,9 @@ def _inventory_variables(path):
     return [data]
 
 
-INVENTORY_FILES = sorted(p for p in [*REPO.glob("inventories/**/*.yml"), *REPO.glob("molecule/*/molecule.yml")])
+# preflight_rejects misspells firewall_api_cidrs on purpose (its converge expects the error).
+INVENTORY_FILES = sorted(p for p in [*REPO.glob("inventories/**/*.yml"), *REPO.glob("molecule/*/molecule.yml")]
+                         if "preflight_rejects" not in p.parts)
 
 
 @pytest.mark.parametrize("path", INVENTORY_FILES, ids=[str(p.relative_to(REPO)) for p in INVENTORY_FILES])
