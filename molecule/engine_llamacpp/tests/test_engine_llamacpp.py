@@ -56,7 +56,7 @@ def test_llama_server_runs_and_names_its_build(host):
 def test_first_host_compiled_the_second_installed_from_the_cache(host):
     build = build_record(host)
     key, recorded, actual = controller_entry()
-    assert key.startswith(KEY_PREFIX) and "-debian12-args" in key, key
+    assert key.startswith(KEY_PREFIX) and "-debianbookworm-args" in key, key
     assert recorded == actual
     assert build["method"] == "source" and build["key"] == key and build["built_by"] == BUILDER, build
     assert build["binary_sha256"] == recorded
