@@ -65,17 +65,27 @@ def parse_page(body, project):
     return _from_files([f.get("filename", "") for f in data.get("files") or [] if isinstance(f, dict)], project)
 
 
+def shown(url):
+    """*url* without its user and password, for messages (an index URL may carry credentials)."""
+    parts = urllib.parse.urlsplit(str(url))
+    if "@" not in parts.netloc:
+        return str(url)
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
 def read_releases(index_url, project, read):
-    """``{project, index, versions, error}``: the index's versions of *project*, or None and why not."""
-    out = {"project": project, "index": index_url, "versions": None, "error": None}
+    """``{project, index, versions, error}``: the index's versions of *project*, or None and why not.
+
+    ``index`` is the URL without credentials; the error never repeats the URL."""
+    out = {"project": project, "index": shown(index_url), "versions": None, "error": None}
     scheme = urllib.parse.urlsplit(str(index_url)).scheme
     if scheme not in ("http", "https"):
-        out["error"] = f"not an http(s) index URL: {index_url!r}"
+        out["error"] = f"not an http(s) index URL: {shown(index_url)!r}"
         return out
     try:
         versions = parse_page(read(page_url(index_url, project), ACCEPT), project)
     except Exception as exc:  # any failure to read the index is reported, never raised
-        out["error"] = f"{type(exc).__name__}: {exc}"
+        out["error"] = f"{type(exc).__name__}: {str(exc).replace(str(index_url), out['index'])}"
         return out
     if not versions:
         out["error"] = f"the index lists no release of {project}"

@@ -47,3 +47,10 @@ def test_an_index_that_cannot_be_read_gives_the_reason_not_an_exception():
     assert out["versions"] is None and out["error"] == "OSError: Connection refused"
     assert _releases.read_releases("file:///srv/index", "vllm", reader(b"{}"))["error"].startswith("not an http(s)")
     assert _releases.read_releases(INDEX, "vllm", reader(b"{}"))["error"] == "the index lists no release of vllm"
+
+
+def test_credentials_in_the_index_url_are_never_shown():
+    url = "https://user:s3cret@mirror.example/simple"
+    out = _releases.read_releases(url, "vllm", reader(OSError(f"failed to open {url}")))
+    assert out["index"] == "https://***@mirror.example/simple"
+    assert "s3cret" not in repr(out)
