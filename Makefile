@@ -16,10 +16,11 @@ TEST_BUDGET_S := 2400
 
 ## make test: everything (lint, unit, sanity, the real-artifact tier, every molecule scenario).
 # The checks run one after another beside the lab and its scenarios (two make jobs): they keep about
-# one core busy, and the scenarios start as soon as the lab is up instead of after them.
+# one core busy, and the scenarios start as soon as the lab is up instead of after them. Their lines
+# interleave as they come (no output sync, which would hold the scenarios' progress back to the end).
 test: export VOLTA_TEST_START := $(shell date +%s)
 test: setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=line checks molecule
+	@$(MAKE) --no-print-directory -j2 checks molecule
 	@echo "make test: all passed in $$(( $$(date +%s) - $$VOLTA_TEST_START )) s (budget $(TEST_BUDGET_S) s)"
 
 # The checks in order, in one make job (make test runs them beside molecule).
