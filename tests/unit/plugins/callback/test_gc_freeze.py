@@ -16,7 +16,7 @@ class Node:
 
 def test_play_start_freezes_what_the_controller_holds_and_collects_first():
     gc.unfreeze()
-    held = [Node() for _ in range(10)]
+    held = [Node() for count in range(10)]
     garbage = Node()
     garbage.me = garbage  # a cycle nothing refers to: collected before the freeze, never frozen
     gone = weakref.ref(garbage)
