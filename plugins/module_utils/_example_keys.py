@@ -19,13 +19,11 @@ EXAMPLE_KEY_SHA256 = {
     "2d381dd524ef2e49cb3bfec7ccf0fdca687e41d9250b87c29c200a6d8fd16d53": "inventories/lab (qwen72b)",
     "9a99647b8603bb757327ae3d48f939ffba418a0829b28500b1d6fe1be855860d": "inventories/lab (command-r)",
     "5c70c10b4987af8b34bfb8277ff319c50b877ee857a152aea2f85f79b8510dd9": "inventories/lab (deepseek-lite)",
-    "be0cb053a780c51ba24927109786340d0c817d00003ef6e2def03d2196b09543": "inventories/lab (flash-next-a)",
-    "86a8e8e8a86f8a4be51a4c871613778ec8ca5247742bba2c000a2b7b9c311318": "inventories/lab (flash-next-b)",
+    "be0cb053a780c51ba24927109786340d0c817d00003ef6e2def03d2196b09543": "inventories/lab (qwen3.8-flash-next)",
     "cecbf42909f4f777ba90c58ad16b17b1189bf98f3fb5a752011fe65c75bba88d": "inventories/sim (qwen72b)",
     "29bb5356595b3438263cca88d280dd660cea9bae1355b679f45390ef05137ad7": "inventories/sim (command-r)",
     "e66fcfa4b8b2e2726b032ffd1898db315bb200d8e3884e08b6bbecb4e038da5d": "inventories/sim (deepseek-lite)",
-    "12bf77063430cb2926db074e591edc45535c33d63c9e706c2ae8cd3071455f6e": "inventories/sim (flash-next-a)",
-    "ed36a68d6d8541ffc9201fa6a6a8d714c855b13c815ef4ddeafeac88304c5061": "inventories/sim (flash-next-b)",
+    "83bb88a4a3f9b44ef831ba908f00addaf6dafbc8dd4eb6fce3f63ab555773d8b": "inventories/sim (qwen3.8-flash-next)",
 }
 
 

@@ -61,6 +61,12 @@ from ansible_collections.volta.serving.plugins.module_utils._rules import (
     throughput_mode,
     vllm_default_mbt,
 )
+from ansible_collections.volta.serving.plugins.module_utils._services import (
+    check_services,
+    key_name,
+    listeners,
+    plan_services,
+)
 from ansible_collections.volta.serving.plugins.module_utils._skipped import controller_model_facts, skipped
 from ansible_collections.volta.serving.plugins.module_utils._units import check_start_limit, unit_sandbox
 from ansible_collections.volta.serving.plugins.module_utils._vllm_cli import check_flags, resolve_args
@@ -135,6 +141,7 @@ OPTIONAL_FIELDS = (
     "mtp",
     "mtp_num_speculative_tokens",
     "backend_port",
+    "service_port",
     "extra_args",
     "env",
     "secret_env",
@@ -379,6 +386,8 @@ class _Normalizer:
             self.invalid("backend_port", f"backend_port {backend!r} is not a port number.", "a port number")
             backend = None
         inst["backend_port"] = backend
+        inst["service_port"] = self.pick("service_port", _is_int, "a port number")
+        inst["key_name"] = key_name(inst) if inst["name"] and inst["served_model_name"] else inst["name"]
 
     def _resolved(self, args):
         """vLLM engines: every flag written out in full, as the pinned parser reads it (_vllm_cli)."""
@@ -604,6 +613,8 @@ def plan_instance(inst, profile, engines_root, secrets_dir):
         "quantization": inst["quantization"],
         "public_port": inst["port"],
         "backend_port": inst["backend_port"],
+        "service_port": inst["service_port"],
+        "key_name": inst["key_name"],
         "bind_host": BIND_HOST,
         "health_path": HEALTH_PATH,
         "gpus": list(inst["gpus"]),
@@ -783,6 +794,7 @@ def _check_all(normalised, ctx, server, gpu_facts):
         findings += check_flags(inst, ctx)
     findings += check_gpus(normalised, ctx)
     findings += check_ports([inst for inst in normalised if inst["name"]], ctx)
+    findings += check_services(normalised, ctx)
     findings += check_software(checked, ctx)
     findings += check_platform(checked, ctx)
     findings += check_ram(checked, ctx)
@@ -916,12 +928,16 @@ def _checked_instances(host, instances, profiles, ctx, server, gpu_facts, model_
 
 def _report(host, server, secrets_dir, plan_instances, findings):
     """build_report's answer: the plan of the plannable instances and every finding, counted by severity."""
+    services = plan_services(plan_instances)
+    gateway = listeners(plan_instances, services)
     return {
         "host": host,
         "plan": {
             "host": host,
-            "gateway_ports": sorted(entry["public_port"] for entry in plan_instances if entry["enabled"]),
+            "gateway_ports": [listener["port"] for listener in gateway],
             "instances": plan_instances,
+            "services": services,
+            "listeners": gateway,
             "unit_sandbox": unit_sandbox(server.get("gpu_count")),
             "secrets_dir": secrets_dir,
         },

@@ -137,6 +137,10 @@ RULES = {
     "tp-spans-nvlink": (WARNING, False, "a tensor-parallel group spans NVLink islands"),
     "port-invalid": (ERROR, False, "a port outside 1-65535, or a backend port below 1024"),
     "port-collision": (ERROR, False, "two listeners on one port (instances, gateway, SSH)"),
+    "replica-mismatch": (ERROR, False, "instances that share a served_model_name but not its model, engine or length"),
+    "service-port-mismatch": (ERROR, False, "replicas of one served_model_name with different service ports"),
+    "replicas-without-service-port": (WARNING, False, "instances that share a served_model_name on their own ports"),
+    "replica-key-name": (ERROR, False, "an api_gateway_keys entry named after a replica (the service's is read)"),
     "bf16-on-sm70": (ERROR, False, "bfloat16 on a GPU without bf16"),
     "flash-attention-on-sm70": (ERROR, False, "a FlashAttention/FlashInfer backend on a pre-Ampere GPU"),
     "quantization-needs-onecat": (ERROR, False, "FP8/AWQ/GPTQ/NVFP4/MXFP4 on upstream vLLM on SM70"),
@@ -803,16 +807,18 @@ def _check_security(inst, ctx):
                 )
             )
     # An instance whose name was refused has its own error; "add None to api_gateway_keys" would be a second one.
-    if inst["enabled"] and name and not _has_key(name, ctx):
+    key = inst.get("key_name") or name
+    if inst["enabled"] and name and not _has_key(key, ctx):
         out.append(
             finding(
                 "no-api-key",
                 host,
                 name,
                 "api_gateway_keys",
-                "no API key is configured for this instance.",
+                "no API key is configured for this instance"
+                + (f" (a replica of the service {key}: its key is api_gateway_keys[{key}])." if key != name else "."),
                 "without a key anyone who reaches the public port can use the model.",
-                f"add {name} to api_gateway_keys (in Ansible Vault), set api_gateway_host_key, "
+                f"add {key} to api_gateway_keys (in Ansible Vault), set api_gateway_host_key, "
                 "or set api_gateway_generate_keys: true.",
             )
         )
@@ -930,6 +936,7 @@ def check_ports(instances, ctx):
         for field, port, label in (
             ("port", inst["port"], "the gateway's public port"),
             ("backend_port", inst["backend_port"], "the engine's loopback port"),
+            ("service_port", inst.get("service_port"), f"the public port of the service {inst['served_model_name']}"),
         ):
             if port is None:
                 continue
@@ -949,7 +956,9 @@ def check_ports(instances, ctx):
                 continue
             if not inst["enabled"]:
                 continue
-            if port in owners and owners[port][1] != (inst["name"], field):
+            # The replicas of one service share its port: the owner is the service, not the instance.
+            who = ("service", inst["served_model_name"]) if field == "service_port" else (inst["name"], field)
+            if port in owners and owners[port][1] != who:
                 owner = owners[port][0]
                 out.append(
                     finding(
@@ -964,7 +973,7 @@ def check_ports(instances, ctx):
                     )
                 )
             else:
-                owners[port] = (f"{label} of instance {inst['name']}", (inst["name"], field))
+                owners[port] = (label if field == "service_port" else f"{label} of instance {inst['name']}", who)
     return out
 
 

@@ -53,7 +53,9 @@ options:
       - Other fields are C(enabled), C(served_model_name), C(model_family), C(quantization),
         C(tensor_parallel), C(pipeline_parallel), C(dtype), C(kv_cache_dtype), C(max_model_len),
         C(max_num_batched_tokens), C(max_num_seqs), C(gpu_memory_utilization), C(mtp),
-        C(mtp_num_speculative_tokens), C(backend_port), C(extra_args), C(env) and C(allow).
+        C(mtp_num_speculative_tokens), C(backend_port), C(service_port), C(extra_args), C(env) and C(allow).
+      - Enabled instances with the same C(served_model_name) and C(service_port) are the replicas of one service
+        (RV(plan.services)).
     type: list
     elements: dict
     default: []
@@ -374,6 +376,22 @@ plan:
           description: The engine's own port on loopback (public port + 10000 unless set).
           type: int
           sample: 18001
+        service_port:
+          description: The public port of the service this instance is a replica of, else null.
+          type: int
+          sample: 8000
+        key_name:
+          description:
+            - The name of the instance's key in C(api_gateway_keys), that is the service's name (its
+              C(served_model_name)) for a replica, else the instance's name.
+          type: str
+          sample: command-r
+        key_owner:
+          description:
+            - The instance whose generated key (C(api_gateway_generate_keys)) this instance uses, that is the first
+              replica of its service for a replica, else the instance itself.
+          type: str
+          sample: command-r
         bind_host:
           description: The address the engine binds.
           type: str
@@ -412,6 +430,25 @@ plan:
           type: list
           elements: dict
           sample: []
+    services:
+      description: One entry per service (enabled replicas that share C(served_model_name) and C(service_port)).
+      type: list
+      elements: dict
+      returned: always
+      sample: [{"name": "qwen3.8-flash-next", "port": 8000, "key_name": "qwen3.8-flash-next", "engine": "onecat",
+                "health_path": "/health", "replicas": ["flash-next-a", "flash-next-b"]}]
+    listeners:
+      description:
+        - What the gateway serves, one entry per public port in port order; C(kind) is V(instance) (one backend) or
+          V(service) (every replica, each with the C(rotation_file) that holds its upstream server line).
+      type: list
+      elements: dict
+      returned: always
+      sample: [{"port": 8000, "name": "qwen3.8-flash-next", "kind": "service", "engine": "onecat",
+                "served_model_name": "qwen3.8-flash-next", "key_name": "qwen3.8-flash-next",
+                "key_instance": "flash-next-a", "health_path": "/health",
+                "backends": [{"instance": "flash-next-a", "address": "127.0.0.1", "port": 18001,
+                              "rotation_file": "/etc/nginx/volta/rotation/8000-flash-next-a.conf"}]}]
 findings:
   description: Every finding, in order. C(severity) is V(error), V(warning) or V(allowed).
   returned: when there are no errors

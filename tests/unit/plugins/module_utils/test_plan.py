@@ -98,6 +98,9 @@ FLASH_NEXT_A = {
     "port": 8001,
 }
 FLASH_NEXT_B = {**FLASH_NEXT_A, "name": "flash-next-b", "gpus": [4, 5, 6, 7], "port": 8002}
+# Server B as the seed runs it: the two instances as one service on port 8000.
+FLASH_NEXT_A_SVC = {**FLASH_NEXT_A, "service_port": 8000}
+FLASH_NEXT_B_SVC = {**FLASH_NEXT_B, "service_port": 8000}
 DEEPSEEK_V4 = {
     "name": "deepseek-v4",
     "engine": "onecat",
@@ -140,7 +143,10 @@ VALID = [
     ("llamacpp-gguf-dual-board", SXM2, [GGUF], {}),
     ("server-a-layout-command-r-disabled", SXM2, [QWEN72B, with_(COMMAND_R, enabled=False), GGUF], {}),
     ("server-a-command-r-plus-gguf", SXM2, [COMMAND_R, GGUF], {}),
-    ("two-flash-next-tp4-pcie", PCIE, [FLASH_NEXT_A, FLASH_NEXT_B], {}),
+    ("two-flash-next-tp4-pcie-one-service", PCIE, [FLASH_NEXT_A_SVC, FLASH_NEXT_B_SVC], {}),
+    ("service-key-by-service-name", PCIE, [FLASH_NEXT_A_SVC, FLASH_NEXT_B_SVC],
+     {"generate_keys": False, "keyed_instances": ["qwen3.8-flash-next"]}),
+    ("service-of-one-replica", PCIE, [FLASH_NEXT_A_SVC], {}),
     ("flash-next-fp16-kv-mtp-off", PCIE, [with_(FLASH_NEXT_A, kv_cache_dtype="auto", max_model_len=288802)], {}),
     ("deepseek-v4-pp2-tp4-fp8-kv-onecat", PCIE, [DEEPSEEK_V4], {}),
     ("keys-from-api-gateway-keys", PCIE, [FLASH_NEXT_A], {"generate_keys": False, "keyed_instances": ["flash-next-a"]}),
@@ -241,6 +247,36 @@ INVALID = [
      "port-collision", "error", "command-r", "port", "SSH"),
     ("port-collision-reserved", SXM2, [with_(COMMAND_R, port=9100)], {"reserved_ports": {9100: "node_exporter"}},
      "port-collision", "error", "command-r", "port", "node_exporter"),
+    ("port-collision-service", SXM2, [with_(COMMAND_R, service_port=8003), GGUF], {},
+     "port-collision", "error", "deepseek-lite", "port", "public port of the service command-r"),
+    # Replica services (instances that share a served_model_name).
+    ("replicas-differ-in-length", PCIE, [FLASH_NEXT_A_SVC, with_(FLASH_NEXT_B_SVC, max_model_len=262144)], {},
+     "replica-mismatch", "error", "flash-next-b", "max_model_len",
+     "flash-next-b and flash-next-a both serve qwen3.8-flash-next, but their max_model_len differ "
+     "(262144 and 1048576)"),
+    ("replicas-differ-in-revision", PCIE,
+     [FLASH_NEXT_A_SVC, with_(FLASH_NEXT_B_SVC, model="/srv/volta/models/flash@0a1b2c")], {},
+     "replica-mismatch", "error", "flash-next-b", "model", "their model (its path carries the revision) differ"),
+    ("replicas-differ-in-engine", SXM2,
+     [with_(COMMAND_R, service_port=8000),
+      with_(COMMAND_R, name="command-r-b", engine="onecat", gpus=[4, 5, 6, 7], port=8002, service_port=8000)], {},
+     "replica-mismatch", "error", "command-r-b", "engine", "their engine differ ('onecat' and 'vllm')"),
+    ("replicas-two-service-ports", PCIE, [FLASH_NEXT_A_SVC, with_(FLASH_NEXT_B_SVC, service_port=8010)], {},
+     "service-port-mismatch", "error", "flash-next-b", "service_port", "with service_port 8010 and 8000"),
+    ("replicas-one-without-service-port", PCIE, [FLASH_NEXT_A_SVC, FLASH_NEXT_B], {},
+     "service-port-mismatch", "error", "flash-next-b", "service_port", "with service_port None and 8000"),
+    ("replicas-without-service-port", PCIE, [FLASH_NEXT_A, FLASH_NEXT_B], {},
+     "replicas-without-service-port", "warning", "flash-next-b", "service_port",
+     "flash-next-a, flash-next-b all serve qwen3.8-flash-next, each on its own port (flash-next-a 8001, "
+     "flash-next-b 8002)"),
+    ("replica-key-named-after-instance", PCIE, [FLASH_NEXT_A_SVC, FLASH_NEXT_B_SVC],
+     {"generate_keys": False, "keyed_instances": ["qwen3.8-flash-next", "flash-next-b"]},
+     "replica-key-name", "error", "flash-next-b", "api_gateway_keys",
+     "api_gateway_keys[flash-next-b] is set, but flash-next-b is a replica of the service qwen3.8-flash-next"),
+    ("replica-without-service-key", PCIE, [FLASH_NEXT_A_SVC, FLASH_NEXT_B_SVC],
+     {"generate_keys": False, "keyed_instances": ["flash-next-a", "flash-next-b"]},
+     "no-api-key", "error", "flash-next-a", "api_gateway_keys",
+     "(a replica of the service qwen3.8-flash-next: its key is api_gateway_keys[qwen3.8-flash-next])"),
     ("port-backend-over-65535", SXM2, [with_(COMMAND_R, port=60000)], {},
      "port-invalid", "error", "command-r", "backend_port", "backend_port 70000"),
     # SM70 hardware and software.
