@@ -22,8 +22,17 @@ from ansible.template import Templar, trust_as_template
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "api_gateway"
 KEY = "Ab0._~+/=-" * 4
-INSTANCE = {"name": "chat", "engine": "vllm", "served_model_name": "lab-chat", "public_port": 8001,
-            "bind_host": "127.0.0.1", "backend_port": 18001}  # fmt: skip
+# A listener of the serving plan (module_utils/_services.listeners): one instance's own port.
+LISTENER = {"port": 8001, "name": "chat", "kind": "instance", "engine": "vllm", "served_model_name": "lab-chat",
+            "key_name": "chat", "key_instance": "chat", "health_path": "/health",
+            "backends": [{"instance": "chat", "address": "127.0.0.1", "port": 18001, "rotation_file": None}]}
+# A service of two replicas on port 8000.
+SERVICE = {"port": 8000, "name": "lab-chat", "kind": "service", "engine": "vllm", "served_model_name": "lab-chat",
+           "key_name": "lab-chat", "key_instance": "chat", "health_path": "/health",
+           "backends": [{"instance": "chat", "address": "127.0.0.1", "port": 18001,
+                         "rotation_file": "/etc/nginx/volta/rotation/8000-chat.conf"},
+                        {"instance": "chat-b", "address": "127.0.0.1", "port": 18002,
+                         "rotation_file": "/etc/nginx/volta/rotation/8000-chat-b.conf"}]}
 
 
 def render(name, **changes):
@@ -34,7 +43,7 @@ def render(name, **changes):
         "__api_gateway_tls_dir": "/etc/nginx/volta/tls",
         "__api_gateway_listen_prefix": "",
         "__api_gateway_tls": False,
-        "__api_gateway_instances": [INSTANCE],
+        "__api_gateway_listeners": [LISTENER],
         "__api_gateway_instance_keys": {"chat": KEY},
         "__api_gateway_auth_scheme_re": yaml.safe_load((ROLE / "vars" / "main.yml").read_text())[
             "__api_gateway_auth_scheme_re"
@@ -138,3 +147,39 @@ def test_scheme_in_any_case_with_the_exact_key(header):
 def test_anything_else_is_not_the_key(header):
     # Two spaces: vLLM (partition(" ")) would compare " <key>" and refuse it, so nginx refuses too.
     assert not re.search(key_pattern(), header)
+
+
+def upstream(conf, port):
+    match = re.search(rf"^upstream volta_{port} \{{\n(.*?)^\}}", conf, re.M | re.S)
+    assert match, conf
+    return [line.strip() for line in match.group(1).splitlines() if line.strip()]
+
+
+def test_an_instance_port_has_one_server_and_no_retry():
+    conf = render("gateway.conf.j2", __api_gateway_listeners=[LISTENER])
+    assert upstream(conf, 8001) == ["server 127.0.0.1:18001;", "keepalive 16;"]
+    assert "proxy_next_upstream" not in conf
+
+
+def test_a_service_balances_over_the_rotation_files_of_its_replicas():
+    conf = render("gateway.conf.j2", __api_gateway_listeners=[SERVICE, LISTENER])
+    assert upstream(conf, 8000) == [
+        "least_conn;",
+        "include /etc/nginx/volta/rotation/8000-chat.conf;",
+        "include /etc/nginx/volta/rotation/8000-chat-b.conf;",
+        "keepalive 16;",
+    ]
+    service = conf[conf.index("listen 8000;"):conf.index("listen 8001;")]
+    assert "proxy_next_upstream error timeout;" in service
+    assert "proxy_next_upstream_tries 2;" in service
+    assert "access_log /var/log/nginx/volta-service-8000.access.log;" in service
+    # Every location of the service port checks the service port's key, like an instance's.
+    assert service.count("if ($volta_key_8000 = 0) {") == 3
+
+
+def test_the_service_port_takes_the_key_of_its_replicas():
+    keys = render("keys.conf.j2", __api_gateway_listeners=[SERVICE, LISTENER])
+    maps = re.findall(r"map \$http_authorization \$volta_key_(\d+) \{\n    default 0;\n    \"(.*)\" 1;", keys)
+    assert [port for port, _ in maps] == ["8000", "8001"]
+    assert maps[0][1] == maps[1][1]
+    assert maps[0][1].endswith(re.escape(KEY) + "$")
