@@ -210,3 +210,32 @@ def rotation_files(listeners_list):
         if listener["kind"] == "service"
         for backend in listener["backends"]
     ]
+
+
+# The engines' own gauges of the requests they hold, by engine (recorded from the real servers: vLLM's
+# vllm/v1/metrics/loggers.py, and llama.cpp's tools/server/server-task.cpp, vendored in llama-cpp-python
+# 0.3.36). vLLM serves /metrics without its key; llama-server wants the key there.
+IN_FLIGHT_METRICS = {
+    "vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
+    "onecat": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
+    "llamacpp": ("llamacpp:requests_processing", "llamacpp:requests_deferred"),
+}
+
+
+def in_flight(metrics_text, engine):
+    """The requests an engine holds (running + waiting), summed over its samples; None if no gauge is there."""
+    names = IN_FLIGHT_METRICS[engine]
+    total, seen = 0.0, False
+    for raw in str(metrics_text).splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name not in names:
+            continue
+        try:
+            total += float(line.rsplit(" ", 1)[-1])
+        except ValueError:
+            continue
+        seen = True
+    return int(total) if seen else None

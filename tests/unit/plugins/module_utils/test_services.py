@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
-from ansible_collections.volta.serving.plugins.module_utils._services import rotation_files, server_line
+from ansible_collections.volta.serving.plugins.module_utils._services import in_flight, rotation_files, server_line
 
 PCIE = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
         "nvlink_islands": [], "ram_gb": 251}
@@ -96,3 +96,33 @@ def test_rotation_files_are_written_in_rotation():
         {"path": "/etc/nginx/volta/rotation/8000-flash-next-b.conf",
          "content": "server 127.0.0.1:18002 max_fails=1 fail_timeout=5s;\n"},
     ]
+
+
+# Exposition text as the real servers write it (labels as vLLM 0.21.0 sets them; llama-server has none).
+VLLM_METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="qwen"} 3.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="qwen"} 2.0
+vllm:num_requests_running_other{engine="0"} 9.0
+vllm:generation_tokens_total{engine="0",model_name="qwen"} 120.0
+"""
+LLAMACPP_METRICS = """# HELP llamacpp:requests_processing Number of requests processing
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 1
+# HELP llamacpp:requests_deferred Number of requests deferred
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 0
+"""
+
+
+def test_in_flight_is_running_plus_waiting():
+    assert in_flight(VLLM_METRICS, "vllm") == 5
+    assert in_flight(VLLM_METRICS, "onecat") == 5
+    assert in_flight(LLAMACPP_METRICS, "llamacpp") == 1
+
+
+def test_in_flight_without_the_gauges_is_unknown_not_zero():
+    assert in_flight("vllm:generation_tokens_total 3.0\n", "vllm") is None
+    assert in_flight(VLLM_METRICS, "llamacpp") is None

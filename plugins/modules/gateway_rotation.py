@@ -1,0 +1,237 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gateway_rotation
+short_description: Take one replica of a service out of the gateway's rotation and drain it, or put it back
+description:
+  - Writes the replica's rotation file (its nginx upstream C(server) line, which the service's upstream
+    includes) with the replica in rotation or marked C(down), checks the configuration (C(nginx -t)) and reloads
+    nginx gracefully, so that requests in flight finish and new ones go to the other replicas.
+  - With O(state=out) and O(drain), then waits until the engine holds no request (its own metrics: running plus
+    waiting, twice in a row) or O(drain.timeout) passes. On time-out the replica is put back in rotation and the
+    task fails saying how many requests were still in flight; nothing else is changed.
+  - A rotation file that does not exist yet means the gateway does not serve the service yet (a first run, where
+    the gateway comes after the engines): nothing is done and RV(served) is false.
+  - Used by the role volta.serving.engine_service, around the restart of each replica of a service.
+version_added: 0.1.0
+author:
+  - volta.serving contributors (!UNKNOWN)
+options:
+  path:
+    description: The replica's rotation file (the serving plan's C(listeners[].backends[].rotation_file)).
+    type: path
+    required: true
+  address:
+    description: The engine's address (C(bind_host)).
+    type: str
+    default: 127.0.0.1
+  port:
+    description: The engine's port (C(backend_port)).
+    type: int
+    required: true
+  state:
+    description: V(in) to serve new requests, V(out) to send them to the other replicas.
+    type: str
+    choices: [in, out]
+    required: true
+  drain:
+    description: With O(state=out), wait for the engine's requests to finish.
+    type: dict
+    suboptions:
+      engine:
+        description: The engine, which names its in-flight gauges.
+        type: str
+        choices: [vllm, onecat, llamacpp]
+        required: true
+      metrics_url:
+        description: The engine's own C(/metrics) on its backend port.
+        type: str
+        required: true
+      key_file:
+        description: A file with the engine's API key, sent as a Bearer token (llama-server wants it on C(/metrics)).
+        type: path
+      timeout:
+        description: Seconds to wait at most.
+        type: int
+        default: 600
+      interval:
+        description: Seconds between two reads of the metrics.
+        type: float
+        default: 0.5
+  reload_command:
+    description: How nginx is reloaded (a graceful reload keeps the requests in flight).
+    type: list
+    elements: str
+    default: [systemctl, reload, nginx]
+  test_command:
+    description: How the configuration is checked before the reload; a failure puts the old file back.
+    type: list
+    elements: str
+    default: [nginx, -t, -q]
+attributes:
+  check_mode:
+    support: full
+    description: Reports whether the file would change; nothing is written, reloaded or waited for.
+  diff_mode:
+    support: none
+    description: The change is one line, reported in RV(in_rotation).
+"""
+
+EXAMPLES = r"""
+- name: Drain flash-next-a before its restart
+  volta.serving.gateway_rotation:
+    path: /etc/nginx/volta/rotation/8000-flash-next-a.conf
+    port: 18001
+    state: out
+    drain:
+      engine: onecat
+      metrics_url: http://127.0.0.1:18001/metrics
+      timeout: 600
+"""
+
+RETURN = r"""
+served:
+  description: Whether the gateway serves the service (its rotation file exists).
+  type: bool
+  returned: always
+in_rotation:
+  description: Whether the replica takes new requests now.
+  type: bool
+  returned: when served
+in_flight_at_start:
+  description: The requests the engine held when it was taken out (null when its metrics could not be read).
+  type: int
+  returned: when drained
+drained_s:
+  description: Seconds the drain took.
+  type: float
+  returned: when drained
+"""
+
+import os
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.volta.serving.plugins.module_utils._services import in_flight, server_line
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _write(path, content):
+    """Replace the file atomically, keeping its owner, group and mode."""
+    info = os.stat(path)
+    fd, tmp = tempfile.mkstemp(prefix=".volta-rotation-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.chown(tmp, info.st_uid, info.st_gid)
+        os.chmod(tmp, info.st_mode & 0o7777)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _apply(module, path, content, old):
+    """Write, check and reload; a refused check or reload puts the old content back and fails the task."""
+    _write(path, content)
+    for what in ("test_command", "reload_command"):
+        rc, out, err = module.run_command(module.params[what])
+        if rc != 0:
+            _write(path, old)
+            module.run_command(module.params["reload_command"])
+            module.fail_json(msg=f"{path}: `{' '.join(module.params[what])}` failed (rc {rc}): {(err or out).strip()}. "
+                             "The rotation file was put back as it was.")
+
+
+def _metrics(url, key_file):
+    """The engine's requests in flight, or None when its metrics cannot be read (an engine that is down holds none)."""
+    headers = {}
+    if key_file:
+        headers["Authorization"] = "Bearer " + _read(key_file).strip()
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310  the engine's loopback URL from the plan
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310  same URL
+            return response.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _drain(module, drain):
+    """Seconds waited and the count at the start; (None, count) on time-out."""
+    start, zeros, first = time.monotonic(), 0, None
+    while True:
+        text = _metrics(drain["metrics_url"], drain.get("key_file"))
+        count = 0 if text is None else in_flight(text, drain["engine"])
+        if count is None:
+            module.fail_json(msg=f"{drain['metrics_url']} has none of the gauges of requests in flight of engine "
+                             f"{drain['engine']}; the replica cannot be drained safely.")
+        first = count if first is None else first
+        zeros = zeros + 1 if count == 0 else 0
+        if zeros >= 2:
+            return round(time.monotonic() - start, 1), first, count
+        if time.monotonic() - start >= drain["timeout"]:
+            return None, first, count
+        time.sleep(drain["interval"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "path": {"type": "path", "required": True},
+            "address": {"type": "str", "default": "127.0.0.1"},
+            "port": {"type": "int", "required": True},
+            "state": {"type": "str", "choices": ["in", "out"], "required": True},
+            "drain": {"type": "dict", "options": {
+                "engine": {"type": "str", "choices": ["vllm", "onecat", "llamacpp"], "required": True},
+                "metrics_url": {"type": "str", "required": True},
+                "key_file": {"type": "path"},
+                "timeout": {"type": "int", "default": 600},
+                "interval": {"type": "float", "default": 0.5},
+            }},
+            "reload_command": {"type": "list", "elements": "str", "default": ["systemctl", "reload", "nginx"]},
+            "test_command": {"type": "list", "elements": "str", "default": ["nginx", "-t", "-q"]},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    path = params["path"]
+    if not os.path.isfile(path):
+        module.exit_json(changed=False, served=False)
+    wanted_in = params["state"] == "in"
+    old, new = _read(path), server_line(params["address"], params["port"], wanted_in)
+    changed = old != new
+    if module.check_mode or (not changed and wanted_in):
+        module.exit_json(changed=changed, served=True, in_rotation=wanted_in if module.check_mode else True)
+    if changed:
+        _apply(module, path, new, old)
+    if wanted_in or not params["drain"]:
+        module.exit_json(changed=changed, served=True, in_rotation=wanted_in)
+    drained_s, at_start, left = _drain(module, params["drain"])
+    if drained_s is None:
+        back = server_line(params["address"], params["port"], True)
+        _apply(module, path, back, new)
+        module.fail_json(
+            msg=f"{left} request(s) still in flight on {params['address']}:{params['port']} after "
+            f"{params['drain']['timeout']} s of draining ({params['drain']['metrics_url']}). It is back in rotation "
+            "and was not restarted. Fix: let the long requests finish, or raise engine_service_drain_timeout, "
+            "then rerun.",
+            served=True, in_rotation=True, in_flight_at_start=at_start,
+        )
+    module.exit_json(changed=changed, served=True, in_rotation=False, in_flight_at_start=at_start,
+                     drained_s=drained_s)
+
+
+if __name__ == "__main__":
+    main()
