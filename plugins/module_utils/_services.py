@@ -137,10 +137,12 @@ def check_services(instances, ctx):
 def plan_services(entries):
     """One entry per service: the enabled plan entries with a service_port, grouped by served_model_name.
 
-    Sets each entry's ``key_owner``: the instance whose generated key it uses (its service's first replica).
+    Sets each entry's ``key_owner`` (the instance whose generated key it uses: its service's first replica),
+    ``rotation_file`` (a replica's server line in its service's upstream, else None) and ``drain`` (whether
+    engine_service takes it out of rotation before a restart: a replica of a service with another replica).
     """
     for entry in entries:
-        entry["key_owner"] = entry["name"]
+        entry.update(key_owner=entry["name"], rotation_file=None, drain=False)
     services = {}
     for entry in entries:
         if not entry["enabled"] or entry.get("service_port") is None:
@@ -152,6 +154,11 @@ def plan_services(entries):
         )
         service["replicas"].append(entry["name"])
         entry["key_owner"] = service["replicas"][0]
+        entry["rotation_file"] = rotation_path(entry["service_port"], entry["name"])
+    by_name = {entry["name"]: entry for entry in entries}
+    for service in services.values():
+        for name in service["replicas"]:
+            by_name[name]["drain"] = len(service["replicas"]) > 1
     return list(services.values())
 
 

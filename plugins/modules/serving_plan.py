@@ -392,6 +392,16 @@ plan:
               replica of its service for a replica, else the instance itself.
           type: str
           sample: command-r
+        rotation_file:
+          description: A replica's upstream server line in its service's upstream (RV(plan.listeners)), else null.
+          type: str
+          sample: /etc/nginx/volta/rotation/8000-flash-next-a.conf
+        drain:
+          description:
+            - Whether engine_service takes the instance out of its service's rotation and drains it before a restart
+              (a replica of a service that has another replica).
+          type: bool
+          sample: false
         bind_host:
           description: The address the engine binds.
           type: str

@@ -126,3 +126,16 @@ def test_in_flight_is_running_plus_waiting():
 def test_in_flight_without_the_gauges_is_unknown_not_zero():
     assert in_flight("vllm:generation_tokens_total 3.0\n", "vllm") is None
     assert in_flight(VLLM_METRICS, "llamacpp") is None
+
+
+def test_replicas_of_a_service_with_two_are_drained_a_lone_replica_and_a_plain_instance_are_not():
+    both = {e["name"]: e for e in plan([REPLICA_A, REPLICA_B])["instances"]}
+    assert [(e["drain"], e["rotation_file"]) for e in both.values()] == [
+        (True, "/etc/nginx/volta/rotation/8000-flash-next-a.conf"),
+        (True, "/etc/nginx/volta/rotation/8000-flash-next-b.conf")]
+    alone = plan([REPLICA_A])["instances"][0]
+    assert (alone["drain"], alone["rotation_file"]) == (False, "/etc/nginx/volta/rotation/8000-flash-next-a.conf")
+    plain = {**REPLICA_A}
+    plain.pop("service_port")
+    entry = plan([plain])["instances"][0]
+    assert (entry["drain"], entry["rotation_file"]) == (False, None)
