@@ -16,6 +16,8 @@ gateway renders: one listener per public port, each with the backends it balance
 
 from __future__ import annotations
 
+import ipaddress
+
 from ansible_collections.volta.serving.plugins.module_utils._rules import finding
 
 # What replicas must share: a client that asks for the model may reach any of them.
@@ -246,3 +248,39 @@ def in_flight(metrics_text, engine):
             continue
         seen = True
     return int(total) if seen else None
+
+
+# /proc/net/tcp and /proc/net/tcp6: the state column's value for ESTABLISHED (include/net/tcp_states.h).
+TCP_ESTABLISHED = "01"
+
+
+def _proc_address(hex_address):
+    """An address of /proc/net/tcp{,6} (host byte order per 32-bit word, little-endian on x86) as ipaddress."""
+    raw = bytes.fromhex(hex_address)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    address = ipaddress.ip_address(words)
+    return address.ipv4_mapped or address if address.version == 6 else address
+
+
+def established_to(proc_net_tcp, addresses, port):
+    """How many ESTABLISHED TCP connections of /proc/net/tcp{,6} text go to one of *addresses* on *port*.
+
+    The router's drain counts these (its nginx workers' connections to one host's gateway): after a graceful
+    reload with that server marked down, old workers finish their requests and close, new ones never connect.
+    """
+    wanted = set()
+    for text in addresses:
+        address = ipaddress.ip_address(str(text).strip("[]"))
+        wanted.add(address.ipv4_mapped or address if address.version == 6 else address)
+    count = 0
+    for line in str(proc_net_tcp).splitlines():
+        fields = line.split()
+        if len(fields) < 4 or ":" not in fields[2] or fields[3] != TCP_ESTABLISHED:
+            continue
+        remote, _sep, remote_port = fields[2].rpartition(":")
+        try:
+            if int(remote_port, 16) == int(port) and _proc_address(remote) in wanted:
+                count += 1
+        except ValueError:
+            continue
+    return count

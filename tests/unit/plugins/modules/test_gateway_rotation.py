@@ -10,6 +10,7 @@ The molecule scenario `replicas` drains real replicas behind real nginx.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
@@ -137,3 +138,39 @@ def test_check_mode_writes_nothing(capsys, gateway):
     assert (rc, out["changed"]) == (0, True)
     assert gateway["rotation"].read_text() == IN
     assert calls(gateway) == []
+
+
+@pytest.fixture
+def listener():
+    """A real TCP listener on loopback with one client connected to it (the router's nginx to a host's gateway)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    accepted, _peer = server.accept()
+    yield {"port": server.getsockname()[1], "client": client}
+    for sock in (client, accepted, server):
+        sock.close()
+
+
+def test_a_drain_on_connections_waits_until_this_host_holds_none_to_the_address(capsys, gateway, listener):
+    timer = threading.Timer(0.4, listener["client"].close)
+    timer.start()
+    rc, out = run(capsys, gateway, state="out",
+                  drain={"connections_to": f"127.0.0.1:{listener['port']}", "interval": 0.05, "timeout": 10})
+    timer.join()
+    assert (rc, out["in_rotation"], out["in_flight_at_start"]) == (0, False, 1)
+    assert gateway["rotation"].read_text() == DOWN
+
+
+def test_a_drain_on_connections_that_times_out_says_so_and_puts_the_host_back(capsys, gateway, listener):
+    rc, out = run(capsys, gateway, state="out",
+                  drain={"connections_to": f"localhost:{listener['port']}", "interval": 0.1, "timeout": 1})
+    assert rc == 1
+    assert out["msg"].startswith(f"1 connection(s) from this host to localhost:{listener['port']} still in flight")
+    assert "raise router_drain_timeout" in out["msg"]
+    assert gateway["rotation"].read_text() == IN
+
+
+def test_connections_to_must_be_address_and_port(capsys, gateway):
+    rc, out = run(capsys, gateway, state="out", drain={"connections_to": "no-port"})
+    assert rc == 1
+    assert "is not ADDRESS:PORT" in out["msg"]

@@ -1,0 +1,88 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters router_plan, router_sources and serving_hosts (role volta.serving.router, the firewall, the playbooks).
+
+The logic is in plugins/module_utils/_router.py; these read the inventory (hostvars) into plain views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+
+def _plain(value):
+    """Templated inventory values (lazy containers in ansible-core 2.19) as plain dicts, lists and strings."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _vars(hostvars, host):
+    try:
+        return hostvars[host]
+    except KeyError as exc:
+        raise AnsibleFilterError(f"router: {host} is not a host of the inventory") from exc
+
+
+def _host_view(hostvars, host):
+    hv = _vars(hostvars, host)
+    keys = hv.get("api_gateway_keys") or {}
+    return {
+        "host": host,
+        "address": hv.get("router_backend_address") or hv.get("ansible_host") or host,
+        "instances": _plain(hv.get("volta_instances") or []),
+        "keys": {str(name): (str(value) if value else "") for name, value in keys.items()}
+        if isinstance(keys, Mapping) else {},
+        "host_key": str(hv.get("api_gateway_host_key") or ""),
+        "generate_keys": bool(hv.get("api_gateway_generate_keys") or False),
+    }
+
+
+def router_plan(hosts, hostvars, router_host, router_ports=None):
+    """The router's services across *hosts* (group volta) and the findings that refuse them (see router_plan.yml)."""
+    # Imported on call, not at load (see plugins/filter/engine_build.py).
+    from ansible_collections.volta.serving.plugins.module_utils._router import router_plan as plan
+
+    return plan([_host_view(hostvars, str(h)) for h in hosts or []], str(router_host), _plain(router_ports or {}))
+
+
+def router_backends(plan, host):
+    """The backends of *host* in a router plan, each with its service (the drain of playbooks/upgrade.yml)."""
+    from ansible_collections.volta.serving.plugins.module_utils._router import host_backends
+
+    return host_backends(_plain(plan), str(host))
+
+
+def router_sources(routers, hostvars):
+    """The addresses the router hosts connect from, and the problems (see router_sources.yml)."""
+    from ansible_collections.volta.serving.plugins.module_utils._router import router_sources as sources
+
+    views = []
+    for host in routers or []:
+        hv = _vars(hostvars, str(host))
+        facts = hv.get("ansible_facts") or {}
+        views.append({
+            "host": str(host),
+            "source": _plain(hv.get("router_source_address")),
+            "ansible_host": hv.get("ansible_host"),
+            "facts_ipv4": (facts.get("default_ipv4") or {}).get("address"),
+            "facts_ipv6": (facts.get("default_ipv6") or {}).get("address"),
+        })
+    return sources(views)
+
+
+def serving_hosts(groups):
+    """Every host of the inventory but those only in group volta_router (see serving_hosts.yml)."""
+    from ansible_collections.volta.serving.plugins.module_utils._router import serving_hosts as hosts
+
+    return hosts(_plain(groups))
+
+
+class FilterModule:
+    def filters(self):
+        return {"router_plan": router_plan, "router_backends": router_backends, "router_sources": router_sources,
+                "serving_hosts": serving_hosts}

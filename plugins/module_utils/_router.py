@@ -1,0 +1,300 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet router: one endpoint per service across the hosts of group ``volta``.
+
+Pure Python, no Ansible imports. A host serves a service when one of its enabled instances has a
+``service_port`` (``_services``: the instances of one host that share a served_model_name and set
+service_port are the replicas of that service; the host's gateway serves it on service_port with the key
+``api_gateway_keys[<served_model_name>]``). The router (role volta.serving.router, group ``volta_router``)
+puts every host's gateway port of a service into one nginx upstream, each host's server line in its own
+rotation file (``_services.rotation_path`` and ``server_line``, as the host's gateway does for its replicas),
+and checks the service's key itself, so the key must be the same on every host of the service.
+
+``router_plan(hosts, router_host, router_ports)`` returns the services and the findings (each a message
+naming host, field, why and fix; an empty list means the router can be configured). ``serving_hosts`` and
+``router_sources`` are the inventory helpers of the playbooks and of the firewall role.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+
+from ansible_collections.volta.serving.plugins.module_utils._services import rotation_path, server_line
+
+ROUTER_GROUP = "volta_router"
+SERVING_GROUP = "volta"
+ROTATION_DIR = "/etc/nginx/volta-router/rotation"
+# What nginx accepts as an upstream host without quoting (a name or an address): nothing that could end
+# the directive (";", "{", "}", spaces) or start a comment.
+_ADDRESS_RE = re.compile(r"^[A-Za-z0-9._:-]+$")
+
+
+def _message(host, field, text, why, fix):
+    return f"{host}: field {field}: {text} Why: {why} Fix: {fix}"
+
+
+def _is_port(value):
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
+
+
+def host_services(instances):
+    """served_model_name -> service_port of the enabled instances with a service_port, in inventory order.
+
+    The same reading as the serving plan (an instance is enabled unless ``enabled: false``; its
+    served_model_name defaults to its name); the host's own preflight checks the rest of its shape.
+    """
+    out = {}
+    for inst in instances or []:
+        if not isinstance(inst, dict) or inst.get("enabled", True) is False or not inst.get("name"):
+            continue
+        port = inst.get("service_port")
+        if not _is_port(port):
+            continue
+        name = inst.get("served_model_name") or inst["name"]
+        out.setdefault(str(name), port)
+    return out
+
+
+def public_ports(instances):
+    """Every port the host's own gateway listens on (each enabled instance's port and service port)."""
+    ports = set()
+    for inst in instances or []:
+        if not isinstance(inst, dict) or inst.get("enabled", True) is False:
+            continue
+        ports.update(p for p in (inst.get("port"), inst.get("service_port")) if _is_port(p))
+    return ports
+
+
+def resolve_key(view, service):
+    """(source, key) of the key the host's gateway checks for *service*, as api_gateway resolves it.
+
+    api_gateway_keys[service], else api_gateway_host_key, else a key generated on the host
+    (api_gateway_generate_keys, unknown to the controller) or none.
+    """
+    keys = view.get("keys") or {}
+    given = keys.get(service) if isinstance(keys, dict) else None
+    if given:
+        return f"api_gateway_keys[{service}]", str(given)
+    if view.get("host_key"):
+        return "api_gateway_host_key", str(view["host_key"])
+    if view.get("generate_keys"):
+        return "generated", None
+    return "none", None
+
+
+def _sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _key_findings(service, members):
+    """The router checks the service's key itself: every host of the service must resolve the same one."""
+    out = []
+    for view, source, _key in members:
+        host = view["host"]
+        if source == "generated":
+            out.append(_message(
+                host, f"api_gateway_keys[{service}]",
+                f"the key of service {service} is generated on {host} (api_gateway_generate_keys), so the router "
+                "cannot know it.",
+                "the router checks the key itself and must hold the one key every host of the service accepts.",
+                f"set api_gateway_keys[{service}] (Ansible Vault) for {host}, the same on every host that serves "
+                f"{service}.",
+            ))
+        elif source == "none":
+            out.append(_message(
+                host, f"api_gateway_keys[{service}]",
+                f"{host} serves {service} but has no key for it (neither api_gateway_keys[{service}] nor "
+                "api_gateway_host_key).",
+                "the router checks the service's key and passes it on to the host's gateway, which checks it again.",
+                f"set api_gateway_keys[{service}] (Ansible Vault) for {host}, the same on every host that serves "
+                f"{service}.",
+            ))
+    known = [(view["host"], source, _sha256(key)) for view, source, key in members if key is not None]
+    digests = []
+    for _host, _source, digest in known:
+        if digest not in digests:
+            digests.append(digest)
+    if len(digests) > 1:
+        groups = "; ".join(
+            " and ".join(f"{host} ({source})" for host, source, d in known if d == digest)
+            + f" use key #{number}"
+            for number, digest in enumerate(digests, 1)
+        )
+        first = known[0][0]
+        odd = next(host for host, _source, digest in known if digest != digests[0])
+        out.append(_message(
+            odd, f"api_gateway_keys[{service}]",
+            f"the hosts of service {service} do not resolve the same key (by sha256; keys are not shown): {groups}.",
+            "the router checks one key per service and passes it to whichever host serves the request; a host "
+            "with another key would answer 401 to the router's clients.",
+            f"give every host of {service} the same api_gateway_keys[{service}] (for example in "
+            f"group_vars/volta), as {first} has it; a host that relies on api_gateway_host_key needs the same "
+            "value there.",
+        ))
+    return out
+
+
+def _port_findings(router_host, services, router_ports, own_ports):
+    out = []
+    for name, port in sorted((router_ports or {}).items(), key=lambda item: str(item[0])):
+        if name not in services:
+            out.append(_message(
+                router_host, f"router_ports[{name}]",
+                f"router_ports names {name}, which no host of group volta serves with a service_port "
+                f"(services: {', '.join(services) or 'none'}).",
+                "a misspelt service name would silently leave the service on its default port.",
+                "use a served_model_name of an instance with a service_port, or remove the entry.",
+            ))
+        elif not _is_port(port):
+            out.append(_message(
+                router_host, f"router_ports[{name}]", f"{port!r} is not a TCP port.",
+                "the router listens on it.", "give a whole number from 1 to 65535.",
+            ))
+    by_port = {}
+    for service in services.values():
+        if service["port"] is not None:
+            by_port.setdefault(service["port"], []).append(service["name"])
+    for port, names in sorted(by_port.items()):
+        if len(names) > 1:
+            out.append(_message(
+                router_host, f"router_ports[{names[1]}]",
+                f"services {' and '.join(names)} would both listen on router port {port}.",
+                "one port can serve one service only.",
+                f"give {names[1]} another port in router_ports (for example router_ports: {{{names[1]}: {port + 1}}}).",
+            ))
+        if port in own_ports:
+            out.append(_message(
+                router_host, f"router_ports[{names[0]}]",
+                f"router port {port} of service {names[0]} is also a port of {router_host}'s own gateway "
+                "(the host is in group volta too).",
+                "the router and the host's gateway cannot both listen on one port.",
+                f"give {names[0]} another port in router_ports on {router_host}.",
+            ))
+    return out
+
+
+def _address_finding(view):
+    address = view.get("address")
+    if isinstance(address, str) and _ADDRESS_RE.fullmatch(address.strip("[]")):
+        return None
+    return _message(
+        view["host"], "router_backend_address",
+        f"{address!r} is not an address or host name the router can connect to.",
+        "the router's upstream names each host by the address it connects to (router_backend_address, "
+        "else ansible_host, else the inventory name).",
+        f"set router_backend_address for {view['host']} to the address of its gateway as the router reaches it.",
+    )
+
+
+def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR):
+    """The router's services and the findings that refuse it.
+
+    *hosts*: one view per host of group volta, in inventory order: ``{"host", "address", "instances", "keys",
+    "host_key", "generate_keys"}`` (the filter router_plan builds them from hostvars). Returns
+    ``{"services": [{"name", "port", "key", "key_field", "backends": [{"host", "address", "port",
+    "rotation_file", "line"}]}], "findings": [...]}``; a service's key is None while findings refuse it.
+    """
+    findings, members, own_ports = [], {}, set()
+    for view in hosts:
+        if view["host"] == router_host:
+            own_ports = public_ports(view.get("instances"))
+        for service, port in host_services(view.get("instances")).items():
+            source, key = resolve_key(view, service)
+            members.setdefault(service, []).append((view, port, source, key))
+    services = {}
+    router_ports = router_ports if isinstance(router_ports, dict) else {}
+    for name, entries in members.items():
+        for view, _port, _source, _key in entries:
+            problem = _address_finding(view)
+            if problem and problem not in findings:
+                findings.append(problem)
+        ports = sorted({port for _view, port, _source, _key in entries})
+        port = router_ports.get(name)
+        if port is None and len(ports) == 1:
+            port = ports[0]
+        elif port is None:
+            findings.append(_message(
+                router_host, f"router_ports[{name}]",
+                f"the hosts of service {name} serve it on different service ports ({', '.join(map(str, ports))}), "
+                "so the router's port for it is not clear.",
+                "the router listens on one port per service (by default the hosts' service_port).",
+                f"set router_ports: {{{name}: PORT}} for {router_host}, or give every host the same service_port.",
+            ))
+        key_problems = _key_findings(name, [(view, source, key) for view, _port, source, key in entries])
+        findings += key_problems
+        listen = port if _is_port(port) else None
+        services[name] = {
+            "name": name,
+            "port": listen,
+            "key": None if key_problems else entries[0][3],
+            "key_field": f"api_gateway_keys[{name}]",
+            "backends": [
+                {"host": view["host"], "address": str(view.get("address")), "port": backend_port,
+                 "rotation_file": rotation_path(listen, view["host"], rotation_dir),
+                 "line": server_line(str(view.get("address")).strip("[]"), backend_port)}
+                for view, backend_port, _source, _key in entries
+            ],
+        }
+    findings += _port_findings(router_host, services, router_ports, own_ports)
+    return {"services": sorted(services.values(), key=lambda s: (s["port"] or 0, s["name"])), "findings": findings}
+
+
+def host_backends(plan, host):
+    """The backends of *host* in a router plan, each with its service's name (the drain of an upgrade)."""
+    return [
+        {**backend, "service": service["name"]}
+        for service in plan["services"]
+        for backend in service["backends"]
+        if backend["host"] == host
+    ]
+
+
+def serving_hosts(groups):
+    """Every host but those only in group volta_router: the hosts the serving playbooks run on by default."""
+    everyone = list((groups or {}).get("all") or [])
+    serving = set((groups or {}).get(SERVING_GROUP) or [])
+    routers_only = {h for h in (groups or {}).get(ROUTER_GROUP) or [] if h not in serving}
+    return [h for h in everyone if h not in routers_only]
+
+
+def router_sources(routers):
+    """The networks (one address each) the router hosts connect from, and a problem per router without one.
+
+    *routers*: ``[{"host", "source", "ansible_host", "facts_ipv4", "facts_ipv6"}]``. The address is
+    router_source_address, else ansible_host when it is an IP address, else the addresses of the host's
+    gathered facts (default_ipv4, default_ipv6). Returns ``{"cidrs": [...], "problems": [...]}``.
+    """
+    cidrs, problems = [], []
+    for router in routers:
+        found = []
+        if router.get("source"):
+            given = router["source"] if isinstance(router["source"], list) else [router["source"]]
+            found = [str(a) for a in given]
+        else:
+            try:
+                found = [str(ipaddress.ip_address(str(router.get("ansible_host"))))]
+            except ValueError:
+                found = []
+            if not found:
+                found = [str(a) for a in (router.get("facts_ipv4"), router.get("facts_ipv6")) if a]
+        if not found:
+            problems.append(_message(
+                router["host"], "router_source_address",
+                f"the address that router host {router['host']} connects from is not known (no router_source_address, "
+                "ansible_host is not an IP address, and no facts were gathered).",
+                "the hosts' firewalls let the router's addresses in on the service ports, and nothing else.",
+                f"set router_source_address for {router['host']} (an address or a list of them), or set "
+                "firewall_router_cidrs on the hosts of group volta.",
+            ))
+        for address in found:
+            try:
+                cidrs.append(ipaddress.ip_network(address.strip(), strict=False).with_prefixlen)
+            except ValueError:
+                problems.append(_message(
+                    router["host"], "router_source_address", f"{address!r} is not an IP address.",
+                    "the hosts' firewalls need the router's address as an IP address.",
+                    f"set router_source_address for {router['host']} to its IP address (or a list of them).",
+                ))
+    return {"cidrs": list(dict.fromkeys(cidrs)), "problems": problems}

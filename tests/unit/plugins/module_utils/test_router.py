@@ -1,0 +1,165 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests for plugins/module_utils/_router.py: the fleet router's services from the inventory.
+
+Two hosts serve lab-chat on port 8000 (one replica each), as the molecule scenario `router` does; the
+findings are the refusals the router role asserts before any change.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.volta.serving.plugins.module_utils._router import (
+    host_backends,
+    router_plan,
+    router_sources,
+    serving_hosts,
+)
+from ansible_collections.volta.serving.plugins.module_utils._services import established_to
+
+KEY = "router-test-key-0123456789abcdef0123"
+CHAT = {"name": "chat", "engine": "vllm", "model": "/srv/models/lab-chat", "served_model_name": "lab-chat",
+        "gpus": [0], "port": 8001, "service_port": 8000}
+
+
+def view(host, address, instances=(CHAT,), **changes):
+    return {"host": host, "address": address, "instances": list(instances), "keys": {"lab-chat": KEY},
+            "host_key": "", "generate_keys": False, **changes}
+
+
+HOSTS = [view("gpu-a", "10.0.0.11"), view("gpu-b", "10.0.0.12")]
+
+
+def test_one_service_with_one_backend_per_host_each_in_its_rotation_file():
+    plan = router_plan(HOSTS, "router")
+    assert plan["findings"] == []
+    (service,) = plan["services"]
+    assert (service["name"], service["port"], service["key"]) == ("lab-chat", 8000, KEY)
+    assert service["backends"] == [
+        {"host": "gpu-a", "address": "10.0.0.11", "port": 8000,
+         "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-a.conf",
+         "line": "server 10.0.0.11:8000 max_fails=1 fail_timeout=5s;\n"},
+        {"host": "gpu-b", "address": "10.0.0.12", "port": 8000,
+         "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-b.conf",
+         "line": "server 10.0.0.12:8000 max_fails=1 fail_timeout=5s;\n"},
+    ]
+    assert [b["host"] for b in host_backends(plan, "gpu-b")] == ["gpu-b"]
+    assert host_backends(plan, "gpu-b")[0]["service"] == "lab-chat"
+
+
+def test_router_ports_moves_the_listener_and_instances_without_service_port_are_not_routed():
+    solo = {**CHAT, "name": "solo", "served_model_name": "lab-solo", "service_port": None, "port": 8003}
+    off = {**CHAT, "name": "off", "served_model_name": "lab-off", "service_port": 8100, "enabled": False}
+    hosts = [view("gpu-a", "10.0.0.11", [CHAT, solo, off]), view("gpu-b", "2001:db8::12")]
+    plan = router_plan(hosts, "router", {"lab-chat": 9000})
+    assert plan["findings"] == []
+    assert [(s["name"], s["port"]) for s in plan["services"]] == [("lab-chat", 9000)]
+    backends = plan["services"][0]["backends"]
+    assert backends[1]["line"] == "server [2001:db8::12]:8000 max_fails=1 fail_timeout=5s;\n"
+    assert backends[0]["rotation_file"].endswith("/9000-gpu-a.conf")
+
+
+@pytest.mark.parametrize(
+    ("hosts", "router_ports", "router_host", "expected"),
+    [
+        pytest.param([HOSTS[0], view("gpu-b", "10.0.0.12", keys={"lab-chat": KEY + "x"})], {}, "router",
+                     ["gpu-b: field api_gateway_keys[lab-chat]: the hosts of service lab-chat do not resolve the same "
+                      "key (by sha256; keys are not shown): gpu-a (api_gateway_keys[lab-chat]) use key #1; "
+                      "gpu-b (api_gateway_keys[lab-chat]) use key #2."], id="keys-differ"),
+        pytest.param([HOSTS[0], view("gpu-b", "10.0.0.12", keys={}, host_key=KEY + "y")], {}, "router",
+                     ["gpu-b (api_gateway_host_key) use key #2"], id="host-key-differs"),
+        pytest.param([HOSTS[0], view("gpu-b", "10.0.0.12", keys={}, generate_keys=True)], {}, "router",
+                     ["gpu-b: field api_gateway_keys[lab-chat]: the key of service lab-chat is generated on gpu-b"],
+                     id="generated"),
+        pytest.param([HOSTS[0], view("gpu-b", "10.0.0.12", keys={})], {}, "router",
+                     ["gpu-b: field api_gateway_keys[lab-chat]: gpu-b serves lab-chat but has no key"], id="no-key"),
+        pytest.param([HOSTS[0], view("gpu-b", "10.0.0.12", [{**CHAT, "service_port": 8010}])], {}, "router",
+                     ["router: field router_ports[lab-chat]: the hosts of service lab-chat serve it on different "
+                      "service ports (8000, 8010)"], id="ports-differ"),
+        pytest.param(HOSTS, {"lab-chta": 9000}, "router",
+                     ["router: field router_ports[lab-chta]: router_ports names lab-chta, which no host"], id="typo"),
+        pytest.param(HOSTS, {"lab-chat": 70000}, "router",
+                     ["router: field router_ports[lab-chat]: 70000 is not a TCP port."], id="bad-port"),
+        pytest.param([HOSTS[0], view("gpu-b", "10.0.0.12", [{**CHAT, "served_model_name": "other"}],
+                                     keys={"other": KEY})], {}, "router",
+                     ["router: field router_ports[other]: services lab-chat and other would both listen on router "
+                      "port 8000."], id="two-services-one-port"),
+        pytest.param(HOSTS, {}, "gpu-a",
+                     ["gpu-a: field router_ports[lab-chat]: router port 8000 of service lab-chat is also a port of "
+                      "gpu-a's own gateway"], id="router-on-a-gpu-host"),
+        pytest.param([view("gpu-a", "10.0.0.11; include /etc/shadow")], {}, "router",
+                     ["gpu-a: field router_backend_address: '10.0.0.11; include /etc/shadow' is not an address"],
+                     id="address"),
+    ],
+)
+def test_refusals_name_host_field_why_and_fix(hosts, router_ports, router_host, expected):
+    findings = router_plan(hosts, router_host, router_ports)["findings"]
+    assert len(findings) == len(expected), findings
+    for finding, start in zip(findings, expected, strict=True):
+        assert start in finding
+        assert " Why: " in finding and " Fix: " in finding
+        assert KEY not in finding
+
+
+def test_a_refused_key_is_not_in_the_plan():
+    plan = router_plan([HOSTS[0], view("gpu-b", "10.0.0.12", keys={}, generate_keys=True)], "router")
+    assert plan["services"][0]["key"] is None
+
+
+def test_the_host_key_is_the_key_when_every_host_has_the_same():
+    hosts = [view("gpu-a", "10.0.0.11", keys={}, host_key=KEY), HOSTS[1]]
+    plan = router_plan(hosts, "router")
+    assert (plan["findings"], plan["services"][0]["key"]) == ([], KEY)
+
+
+@pytest.mark.parametrize(
+    ("groups", "expected"),
+    [
+        ({"all": ["a", "b"], "volta": ["a", "b"]}, ["a", "b"]),
+        ({"all": ["a", "b", "r"], "volta": ["a", "b"], "volta_router": ["r"]}, ["a", "b"]),
+        ({"all": ["a", "b"], "volta": ["a", "b"], "volta_router": ["b"]}, ["a", "b"]),
+        ({"all": ["a", "x"], "volta_router": []}, ["a", "x"]),
+    ],
+)
+def test_serving_hosts_leave_out_the_router_only_hosts(groups, expected):
+    assert serving_hosts(groups) == expected
+
+
+def test_router_sources_from_the_variable_the_inventory_address_or_the_facts():
+    routers = [
+        {"host": "r1", "source": ["10.0.0.2", "2001:db8::2"], "ansible_host": "r1.example"},
+        {"host": "r2", "ansible_host": "10.0.0.3"},
+        {"host": "r3", "ansible_host": "r3.example", "facts_ipv4": "172.18.0.4"},
+        {"host": "r4", "ansible_host": "r4.example"},
+        {"host": "r5", "source": "not-an-address"},
+    ]
+    out = router_sources(routers)
+    assert out["cidrs"] == ["10.0.0.2/32", "2001:db8::2/128", "10.0.0.3/32", "172.18.0.4/32"]
+    assert [p.split(":")[0] for p in out["problems"]] == ["r4", "r5"]
+    assert "set router_source_address for r4" in out["problems"][0]
+
+
+PROC_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0200A8C0:C350 0B00000A:1F40 01 00000000:00000000 00:00000000 00000000    33        0 1
+   1: 0200A8C0:C351 0B00000A:1F40 06 00000000:00000000 00:00000000 00000000    33        0 2
+   2: 0200A8C0:C352 0C00000A:1F40 01 00000000:00000000 00:00000000 00000000    33        0 3
+   3: 0200A8C0:C353 0B00000A:1F41 01 00000000:00000000 00:00000000 00000000    33        0 4
+"""
+PROC_TCP6 = """  sl  local_address remote_address st
+   0: 00000000000000000000000001000000:C354 0000000000000000FFFF00000B00000A:1F40 01 0
+   1: 00000000000000000000000001000000:C355 B80D0120000000000000000012000000:1F40 01 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "addresses", "expected"),
+    [
+        (PROC_TCP, ["10.0.0.11"], 1),  # TIME_WAIT (06) and another port are not counted
+        (PROC_TCP, ["10.0.0.12"], 1),
+        (PROC_TCP + PROC_TCP6, ["10.0.0.11"], 2),  # an IPv4-mapped address of tcp6
+        (PROC_TCP6, ["2001:db8::12"], 1),
+        (PROC_TCP, ["10.0.0.13"], 0),
+    ],
+)
+def test_established_connections_to_one_address_and_port(text, addresses, expected):
+    assert established_to(text, addresses, 8000) == expected
