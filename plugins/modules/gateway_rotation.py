@@ -16,7 +16,7 @@ description:
     waiting, twice in a row) or O(drain.timeout) passes. On time-out the replica is put back in rotation and the
     task fails saying how many requests were still in flight; nothing else is changed.
   - A rotation file that does not exist yet means the gateway does not serve the service yet (a first run, where
-    the gateway comes after the engines): nothing is done and RV(served) is false.
+    the gateway comes after the engines) - nothing is done and RV(served) is false.
   - With O(drain.connections_to) instead of an engine, the wait is on this host's own TCP connections to that
     address (ESTABLISHED in C(/proc/net/tcp) and C(/proc/net/tcp6)). The fleet router (role volta.serving.router)
     drains one host of the fleet this way - after the graceful reload its old nginx workers finish their requests
