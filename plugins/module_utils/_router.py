@@ -21,7 +21,7 @@ import hashlib
 import ipaddress
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._services import rotation_path, server_line
+from ansible_collections.volta.serving.plugins.module_utils._services import rotation_path
 
 ROUTER_GROUP = "volta_router"
 SERVING_GROUP = "volta"
@@ -193,8 +193,10 @@ def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR
 
     *hosts*: one view per host of group volta, in inventory order: ``{"host", "address", "instances", "keys",
     "host_key", "generate_keys"}`` (the filter router_plan builds them from hostvars). Returns
-    ``{"services": [{"name", "port", "key", "key_field", "backends": [{"host", "address", "port",
-    "rotation_file", "line"}]}], "findings": [...]}``; a service's key is None while findings refuse it.
+    ``{"services": [{"kind": "service", "name", "port", "key", "key_field", "backends": [{"host", "address",
+    "port", "rotation_file"}]}], "findings": [...]}``: each service is shaped as a service listener of
+    ``_services.listeners``, so ``_services.rotation_files`` writes its server lines. A service's key is None
+    while findings refuse it.
     """
     findings, members, own_ports = [], {}, set()
     for view in hosts:
@@ -226,14 +228,14 @@ def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR
         findings += key_problems
         listen = port if _is_port(port) else None
         services[name] = {
+            "kind": "service",
             "name": name,
             "port": listen,
             "key": None if key_problems else entries[0][3],
             "key_field": f"api_gateway_keys[{name}]",
             "backends": [
-                {"host": view["host"], "address": str(view.get("address")), "port": backend_port,
-                 "rotation_file": rotation_path(listen, view["host"], rotation_dir),
-                 "line": server_line(str(view.get("address")).strip("[]"), backend_port)}
+                {"host": view["host"], "address": str(view.get("address")).strip("[]"), "port": backend_port,
+                 "rotation_file": rotation_path(listen, view["host"], rotation_dir)}
                 for view, backend_port, _source, _key in entries
             ],
         }

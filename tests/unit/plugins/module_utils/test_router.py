@@ -15,7 +15,7 @@ from ansible_collections.volta.serving.plugins.module_utils._router import (
     router_sources,
     serving_hosts,
 )
-from ansible_collections.volta.serving.plugins.module_utils._services import established_to
+from ansible_collections.volta.serving.plugins.module_utils._services import established_to, rotation_files
 
 KEY = "router-test-key-0123456789abcdef0123"
 CHAT = {"name": "chat", "engine": "vllm", "model": "/srv/models/lab-chat", "served_model_name": "lab-chat",
@@ -37,11 +37,15 @@ def test_one_service_with_one_backend_per_host_each_in_its_rotation_file():
     assert (service["name"], service["port"], service["key"]) == ("lab-chat", 8000, KEY)
     assert service["backends"] == [
         {"host": "gpu-a", "address": "10.0.0.11", "port": 8000,
-         "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-a.conf",
-         "line": "server 10.0.0.11:8000 max_fails=1 fail_timeout=5s;\n"},
+         "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-a.conf"},
         {"host": "gpu-b", "address": "10.0.0.12", "port": 8000,
-         "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-b.conf",
-         "line": "server 10.0.0.12:8000 max_fails=1 fail_timeout=5s;\n"},
+         "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-b.conf"},
+    ]
+    assert rotation_files(plan["services"]) == [
+        {"path": "/etc/nginx/volta-router/rotation/8000-gpu-a.conf",
+         "content": "server 10.0.0.11:8000 max_fails=1 fail_timeout=5s;\n"},
+        {"path": "/etc/nginx/volta-router/rotation/8000-gpu-b.conf",
+         "content": "server 10.0.0.12:8000 max_fails=1 fail_timeout=5s;\n"},
     ]
     assert [b["host"] for b in host_backends(plan, "gpu-b")] == ["gpu-b"]
     assert host_backends(plan, "gpu-b")[0]["service"] == "lab-chat"
@@ -50,12 +54,12 @@ def test_one_service_with_one_backend_per_host_each_in_its_rotation_file():
 def test_router_ports_moves_the_listener_and_instances_without_service_port_are_not_routed():
     solo = {**CHAT, "name": "solo", "served_model_name": "lab-solo", "service_port": None, "port": 8003}
     off = {**CHAT, "name": "off", "served_model_name": "lab-off", "service_port": 8100, "enabled": False}
-    hosts = [view("gpu-a", "10.0.0.11", [CHAT, solo, off]), view("gpu-b", "2001:db8::12")]
+    hosts = [view("gpu-a", "10.0.0.11", [CHAT, solo, off]), view("gpu-b", "[2001:db8::12]")]
     plan = router_plan(hosts, "router", {"lab-chat": 9000})
     assert plan["findings"] == []
     assert [(s["name"], s["port"]) for s in plan["services"]] == [("lab-chat", 9000)]
     backends = plan["services"][0]["backends"]
-    assert backends[1]["line"] == "server [2001:db8::12]:8000 max_fails=1 fail_timeout=5s;\n"
+    assert rotation_files(plan["services"])[1]["content"] == "server [2001:db8::12]:8000 max_fails=1 fail_timeout=5s;\n"
     assert backends[0]["rotation_file"].endswith("/9000-gpu-a.conf")
 
 
