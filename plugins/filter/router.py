@@ -58,7 +58,7 @@ def router_backends(plan, host):
 
 
 def router_sources(routers, hostvars):
-    """The addresses the router hosts connect from, and the problems (see router_sources.yml)."""
+    """The addresses the router hosts connect from; a router host without one fails (see router_sources.yml)."""
     from ansible_collections.volta.serving.plugins.module_utils._router import router_sources as sources
 
     views = []
@@ -72,7 +72,10 @@ def router_sources(routers, hostvars):
             "facts_ipv4": (facts.get("default_ipv4") or {}).get("address"),
             "facts_ipv6": (facts.get("default_ipv6") or {}).get("address"),
         })
-    return sources(views)
+    found = sources(views)
+    if found["problems"]:
+        raise AnsibleFilterError(" ".join(found["problems"]))
+    return found["cidrs"]
 
 
 def serving_hosts(groups):

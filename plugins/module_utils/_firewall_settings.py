@@ -14,7 +14,7 @@ from ansible_collections.volta.serving.plugins.module_utils._cidr import split_c
 from ansible_collections.volta.serving.plugins.module_utils._shapes import jinja_int as as_int
 
 BACKENDS = ("nftables", "ufw")
-NETWORK_VARS = ("firewall_ssh_cidrs", "firewall_api_cidrs", "firewall_metrics_cidrs")
+NETWORK_VARS = ("firewall_ssh_cidrs", "firewall_api_cidrs", "firewall_metrics_cidrs", "firewall_router_cidrs")
 PORT_VARS = ("firewall_ssh_port", "firewall_extra_tcp_ports", "firewall_metrics_tcp_ports")
 # The rollback must not fire while the controller still checks the new ruleset.
 ROLLBACK_MARGIN_S = 30
