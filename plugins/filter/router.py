@@ -38,7 +38,7 @@ def _host_view(hostvars, host):
         "keys": {str(name): (str(value) if value else "") for name, value in keys.items()}
         if isinstance(keys, Mapping) else {},
         "host_key": str(hv.get("api_gateway_host_key") or ""),
-        "generate_keys": bool(hv.get("api_gateway_generate_keys") or False),
+        "generate_keys": bool(hv.get("api_gateway_generate_keys")),
     }
 
 

@@ -25,6 +25,8 @@ VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
 def trusted(values):
     """The role's own variables are templates, as Ansible reads them from the role."""
     return {k: trust_as_template(v) if isinstance(v, str) else v for k, v in values.items()}
+
+
 PLAN = {"plan": {"gateway_ports": [8000, 8001], "instances": [{"backend_port": 18001}],
                  "services": [{"name": "lab-chat", "port": 8000}]}}
 
