@@ -159,6 +159,7 @@ def test_an_instance_port_has_one_server_and_no_retry():
     conf = render("gateway.conf.j2", __api_gateway_listeners=[LISTENER])
     assert upstream(conf, 8001) == ["server 127.0.0.1:18001;", "keepalive 16;"]
     assert "proxy_next_upstream" not in conf
+    assert "keepalive_timeout" not in conf
 
 
 def test_a_service_balances_over_the_rotation_files_of_its_replicas():
@@ -172,6 +173,7 @@ def test_a_service_balances_over_the_rotation_files_of_its_replicas():
     service = conf[conf.index("listen 8000;"):conf.index("listen 8001;")]
     assert "proxy_next_upstream error timeout;" in service
     assert "proxy_next_upstream_tries 2;" in service
+    assert "keepalive_timeout 0;" in service
     assert "access_log /var/log/nginx/volta-service-8000.access.log;" in service
     # Every location of the service port checks the service port's key, like an instance's.
     assert service.count("if ($volta_key_8000 = 0) {") == 3

@@ -62,6 +62,10 @@ def hosts(model):
                      engine_llamacpp_source_sha256="a" * 64, model_hf_endpoint="http://127.0.0.1:9",
                      volta_models={"qwen": {"hf": {"repo": "Qwen/Qwen2.5-72B-Instruct", "revision": "1" * 40}}}),
         "model": host([chat(model=model, gpus=[0, 1, 2], tensor_parallel=3)]),
+        # Two replicas of one service whose context lengths differ.
+        "replicas": host([chat(served_model_name="lab-chat", service_port=8000, max_model_len=8192),
+                          chat(name="chat-b", served_model_name="lab-chat", gpus=[1], port=8002, service_port=8000,
+                               max_model_len=4096)], api_gateway_keys={"lab-chat": KEY}),
     }
 
 
@@ -84,6 +88,8 @@ EXPECTED = {
              "for instance chat: the hub could not be read from the controller"],
     "model": ["model: instance chat: field tensor_parallel: tensor_parallel 3 does not divide the 64 attention heads",
               "model: instance chat: field gpus: "],
+    "replicas": ["replicas: instance chat-b: field max_model_len: chat-b and chat both serve lab-chat, but their "
+                 "max_model_len differ (4096 and 8192).", "Fix: give both the same max_model_len"],
 }
 
 
