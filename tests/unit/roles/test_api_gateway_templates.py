@@ -182,6 +182,6 @@ def test_a_service_balances_over_the_rotation_files_of_its_replicas():
 def test_the_service_port_takes_the_key_of_its_replicas():
     keys = render("keys.conf.j2", __api_gateway_listeners=[SERVICE, LISTENER])
     maps = re.findall(r"map \$http_authorization \$volta_key_(\d+) \{\n    default 0;\n    \"(.*)\" 1;", keys)
-    assert [port for port, _ in maps] == ["8000", "8001"]
+    assert [entry[0] for entry in maps] == ["8000", "8001"]
     assert maps[0][1] == maps[1][1]
     assert maps[0][1].endswith(re.escape(KEY) + "$")
