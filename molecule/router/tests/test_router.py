@@ -132,6 +132,17 @@ def test_chat_through_the_router_succeeds_and_both_hosts_serve():
         assert after[h] - before[h] >= 2, (h, before, after)
 
 
+def test_the_real_openai_client_through_the_router():
+    """What a new user tries first (bench/loadgen.client_checks: chat, streaming, completions, /v1/models,
+    wrong and missing key), with the pinned openai client, from the controller over the lab network."""
+    sys.path.insert(0, str(TOP / "bench"))
+    import loadgen  # bench/ is not a package: imported where its client is needed
+
+    address = docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+                     ROUTER).stdout.split()[0]
+    assert loadgen.client_checks(f"http://{address}:{PORT}/v1", KEY, MODEL) == []
+
+
 @pytest.mark.parametrize("key", [KEY[:-1] + "x", None], ids=["wrong-key", "no-key"])
 def test_a_wrong_or_missing_key_is_refused_at_the_router(key):
     before = {h: served(h) for h in HOSTS}
