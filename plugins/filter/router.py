@@ -39,6 +39,7 @@ def _host_view(hostvars, host):
         if isinstance(keys, Mapping) else {},
         "host_key": str(hv.get("api_gateway_host_key") or ""),
         "generate_keys": bool(hv.get("api_gateway_generate_keys")),
+        "tls": bool(hv.get("api_gateway_tls_certificate")),
     }
 
 

@@ -188,11 +188,25 @@ def _address_finding(view):
     )
 
 
+def _tls_finding(view):
+    """The router talks plain HTTP to the hosts' gateways: a host that serves TLS cannot be its backend."""
+    if not view.get("tls"):
+        return None
+    return _message(
+        view["host"], "api_gateway_tls_certificate",
+        f"{view['host']} serves its gateway over TLS, but the router connects to the hosts' gateways over plain "
+        "HTTP.",
+        "every request the router passed to it would fail (nginx answers plain HTTP on a TLS port with 400).",
+        f"leave the TLS settings off {view['host']} behind the router (the router and the hosts on a private "
+        "network), or take it out of the services the router serves.",
+    )
+
+
 def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR):
     """The router's services and the findings that refuse it.
 
     *hosts*: one view per host of group volta, in inventory order: ``{"host", "address", "instances", "keys",
-    "host_key", "generate_keys"}`` (the filter router_plan builds them from hostvars). Returns
+    "host_key", "generate_keys", "tls"}`` (the filter router_plan builds them from hostvars). Returns
     ``{"services": [{"kind": "service", "name", "port", "key", "key_field", "backends": [{"host", "address",
     "port", "rotation_file"}]}], "findings": [...]}``: each service is shaped as a service listener of
     ``_services.listeners``, so ``_services.rotation_files`` writes its server lines. A service's key is None
@@ -209,9 +223,9 @@ def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR
     router_ports = router_ports if isinstance(router_ports, dict) else {}
     for name, entries in members.items():
         for view, _port, _source, _key in entries:
-            problem = _address_finding(view)
-            if problem and problem not in findings:
-                findings.append(problem)
+            for problem in (_address_finding(view), _tls_finding(view)):
+                if problem and problem not in findings:
+                    findings.append(problem)
         ports = sorted({port for _view, port, _source, _key in entries})
         port = router_ports.get(name)
         if port is None and len(ports) == 1:

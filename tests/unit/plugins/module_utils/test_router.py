@@ -94,6 +94,9 @@ def test_router_ports_moves_the_listener_and_instances_without_service_port_are_
         pytest.param([view("gpu-a", "10.0.0.11; include /etc/shadow")], {}, "router",
                      ["gpu-a: field router_backend_address: '10.0.0.11; include /etc/shadow' is not an address"],
                      id="address"),
+        pytest.param([HOSTS[0], view("gpu-b", "10.0.0.12", tls=True)], {}, "router",
+                     ["gpu-b: field api_gateway_tls_certificate: gpu-b serves its gateway over TLS, but the router "
+                      "connects to the hosts' gateways over plain HTTP."], id="tls-backend"),
     ],
 )
 def test_refusals_name_host_field_why_and_fix(hosts, router_ports, router_host, expected):
