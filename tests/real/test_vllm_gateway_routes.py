@@ -46,7 +46,7 @@ def test_vllm_checks_the_key_on_v1_only(wheel):
     assert 'url_path.startswith("/v1")' in source
     # So the gateway keys every path itself: only /health is keyless, pinned to /health.
     conf = (TEMPLATES / "gateway.conf.j2").read_text()
-    assert "    location = /health {\n        proxy_pass http://volta_{{ i['public_port'] }}/health;\n" in conf
+    assert "    location = /health {\n        proxy_pass http://volta_{{ l['port'] }}/health;\n" in conf
 
 
 def _vllm_accepts(header):
@@ -68,8 +68,9 @@ def test_the_gateway_accepts_the_headers_vllm_accepts(wheel, header):
         "__api_gateway_auth_scheme_re"
     ]
     keys_conf = (TEMPLATES / "keys.conf.j2").read_text()
-    assert "\"~^{{ __api_gateway_auth_scheme_re }} {{ __api_gateway_instance_keys[i['name']] | regex_escape }}$\"" \
-        in keys_conf
+    line = ("\"~^{{ __api_gateway_auth_scheme_re }} "
+            "{{ __api_gateway_instance_keys[l['key_instance']] | regex_escape }}$\"")
+    assert line in keys_conf
     gateway = re.compile(f"^{scheme_re} {re.escape(KEY)}$")
     assert bool(gateway.search(header)) == _vllm_accepts(header)
 
