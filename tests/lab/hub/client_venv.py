@@ -25,19 +25,27 @@ def pinned_version():
     return re.search(r'^model_huggingface_hub_version: "([^"]+)"', text, re.M).group(1)
 
 
-def venv(version=None):
-    """The venv directory (built on first use); its interpreter is venv()/bin/python."""
-    version = version or pinned_version()
-    path = CACHE / f"huggingface_hub-{version}-py{sys.version_info[0]}{sys.version_info[1]}"
+def pinned_venv(project, version):
+    """A venv holding project==version from the Python index, built once under a lock into CACHE.
+
+    Its directory is ``<project>-<version>-py<major><minor>`` (the caller's Python: its packages import
+    in the caller). Also used by tests/lab/probe/openai_venv.py.
+    """
+    path = CACHE / f"{project}-{version}-py{sys.version_info[0]}{sys.version_info[1]}"
     CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".huggingface_hub.lock", "w", encoding="utf-8") as lock:
+    with open(CACHE / f".{project}.lock", "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (path / ".complete").exists():
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
             subprocess.run([str(path / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                            f"huggingface_hub=={version}"], check=True)
+                            f"{project}=={version}"], check=True)
             (path / ".complete").write_text(version, encoding="utf-8")
     return path
+
+
+def venv(version=None):
+    """The venv directory (built on first use); its interpreter is venv()/bin/python."""
+    return pinned_venv("huggingface_hub", version or pinned_version())
 
 
 def site_packages(version=None):

@@ -9,28 +9,19 @@ checkout, beside the huggingface_hub venv of tests/lab/hub/client_venv.py. Used 
 
 from __future__ import annotations
 
-import fcntl
-import os
-import subprocess
 import sys
 from pathlib import Path
 
+# The cached-venv builder of the huggingface_hub client (tests/lab/hub is not a package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hub"))
+import client_venv
+
 OPENAI_VERSION = "3.60.0"
-CACHE = Path(os.environ.get("VOLTA_REAL_CACHE") or Path.home() / ".cache" / "volta-serving" / "real")
 
 
 def venv(version=OPENAI_VERSION):
     """The venv directory (built on first use, under a lock); its interpreter is venv()/bin/python."""
-    path = CACHE / f"openai-{version}-py{sys.version_info[0]}{sys.version_info[1]}"
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".openai.lock", "w", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (path / ".complete").exists():
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
-            subprocess.run([str(path / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                            f"openai=={version}"], check=True)
-            (path / ".complete").write_text(version, encoding="utf-8")
-    return path
+    return client_venv.pinned_venv("openai", version)
 
 
 def site_packages(version=OPENAI_VERSION):
