@@ -79,6 +79,9 @@ ARGUMENT_SPEC = {
     "index_timeout": {"type": "int", "default": 10},
     "dump_dir": {"type": "path"},
     "report_warnings": {"type": "bool", "default": True},
+    "cluster_members": {"type": "dict"},
+    "ray_ports": {"type": "dict"},
+    "service_home": {"type": "str"},
 }
 
 # Where each configured API key is set ("api_gateway_keys[<name>]", "api_gateway_host_key") ->
@@ -169,6 +172,16 @@ VAR_DEFAULTS = {
     "models_root": role_default("model", "model_root"),
     # Unknown variables and instance fields: error, or warn for the whole fleet.
     "unknown_variables": "preflight_unknown_variables | default(volta_unknown_variables | default('error'))",
+    "ray_ports": role_default("engine_service", "engine_service_ray_ports"),
+    "service_home": role_default("engine_service", "engine_service_home"),
+}
+# What the plan reads of each member of a multi-host instance, from that member's own variables (_cluster).
+MEMBER_VARS = {
+    "instances": VAR_DEFAULTS["instances"],
+    "server": VAR_DEFAULTS["server"],
+    "engine": VAR_DEFAULTS["engine_versions"],
+    "models": VAR_DEFAULTS["models"],
+    "models_root": VAR_DEFAULTS["models_root"],
 }
 
 # What only preflight's call reads (preflight: true): the driver pin and the index of the engine pins.
@@ -206,6 +219,20 @@ def write_dump(dump_dir, host, plan):
         handle.write("\n")
     os.replace(tmp, path)
     return path
+
+
+def interface_addresses(facts):
+    """Interface -> its IPv4 address (None without one) from a host's gathered facts; None when the
+    network facts were not gathered."""
+    names = facts.get("interfaces")
+    if not isinstance(names, list):
+        return None
+    out = {}
+    for name in names:
+        entry = facts.get(str(name).replace("-", "_")) or {}
+        ipv4 = entry.get("ipv4") if isinstance(entry, dict) else None
+        out[str(name)] = ipv4.get("address") if isinstance(ipv4, dict) else None
+    return out
 
 
 def not_run_text(skipped):
@@ -253,10 +280,44 @@ class ActionModule(ActionBase):
                                         f"{to_text(exc)}") from exc
             if value is not None:
                 merged[name] = value
+        if "cluster_members" not in merged:
+            merged["cluster_members"] = self._cluster_members(task_vars, merged.get("instances") or [])
         validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(merged)
         if validation.error_messages:
             raise AnsibleActionFail("serving_plan: " + "; ".join(validation.error_messages))
         return validation.validated_parameters
+
+    def _cluster_members(self, task_vars, instances):
+        """Member hostname -> what _cluster reads of it, for every member the host's cluster instances name."""
+        names = {m for inst in instances if isinstance(inst, dict) and isinstance(inst.get("cluster"), dict)
+                 for m in (inst["cluster"].get("members") or []) if isinstance(m, str)}
+        hostvars = task_vars.get("hostvars") or {}
+        in_play = set(task_vars.get("ansible_play_hosts_all") or [])
+        return {name: self._member(hostvars, name, name in in_play, instances) for name in sorted(names)}
+
+    def _member(self, hostvars, name, in_play, instances):
+        if name not in hostvars:
+            return {"known": False, "in_play": False}
+        member_vars = hostvars[name]
+        templar = self._templar.copy_with_new_env(available_variables=member_vars)
+        read = {key: self._evaluate(templar, expr) for key, expr in MEMBER_VARS.items()}
+        wanted = {inst.get("name") for inst in instances if isinstance(inst, dict)}
+        theirs = [i for i in read["instances"] or [] if isinstance(i, dict)]
+        try:
+            resolved = resolve_instances([i for i in theirs if i.get("name") in wanted], read["models"] or {},
+                                         read["models_root"] or literal_default("model", "model_root"))
+        except ModelError:
+            resolved = [i for i in theirs if i.get("name") in wanted]  # the member's own preflight says why
+        facts = member_vars.get("ansible_facts") or {}
+        return {
+            "known": True,
+            "in_play": in_play,
+            "instances": {i.get("name"): i for i in resolved},
+            "server": read["server"] if isinstance(read["server"], dict) else {},
+            "engine": read["engine"] or {},
+            "interfaces": interface_addresses(facts),
+            "clusters": sorted(i.get("name") for i in theirs if isinstance(i.get("cluster"), dict)),
+        }
 
     def _evaluate(self, templar, expression):
         """The value of *expression* over the host's variables, or None when it cannot be evaluated."""
@@ -336,6 +397,9 @@ class ActionModule(ActionBase):
             unknown_mode=args.get("unknown_variables") or "error",
             preflight=preflight,
             model_facts_from=args["model_facts_from"],
+            cluster_members=args.get("cluster_members"),
+            ray_ports=args.get("ray_ports"),
+            service_home=args.get("service_home"),
         )
 
     def run(self, tmp=None, task_vars=None):

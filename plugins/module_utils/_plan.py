@@ -20,6 +20,14 @@ import json
 import re
 
 from ansible_collections.volta.serving.plugins.module_utils import _defaults
+from ansible_collections.volta.serving.plugins.module_utils._cluster import (
+    cluster_findings,
+    join_cluster,
+    ray_plan,
+    ray_unit,
+    read_cluster,
+)
+from ansible_collections.volta.serving.plugins.module_utils._cluster import role as cluster_role
 from ansible_collections.volta.serving.plugins.module_utils._example_keys import check_example_keys
 from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
 from ansible_collections.volta.serving.plugins.module_utils._inputs import (
@@ -146,6 +154,7 @@ OPTIONAL_FIELDS = (
     "env",
     "secret_env",
     "allow",
+    "cluster",
     # Replaced by model (the source's served path) before the fields are read (_model.resolve_instances).
     "model_source",
 )
@@ -290,6 +299,7 @@ class _Normalizer:
     def run(self):
         self._presence()
         self._identity()
+        self._cluster()
         self._parallelism()
         self._runtime()
         self._passthrough()
@@ -344,6 +354,21 @@ class _Normalizer:
         self.profile = self.profiles.get(inst["engine"], {})
         inst["dtype"] = self.enum("dtype", DTYPES, self.profile.get("dtype"))
 
+    def _cluster(self):
+        """An instance over several hosts (_cluster): its members, its interface and this host's part."""
+        inst = self.inst
+        inst["cluster"], inst["cluster_role"] = None, None
+        if self.raw.get("cluster") is None:
+            return
+        cluster, problem = read_cluster(self.raw["cluster"])
+        if problem:
+            self.bad("cluster-invalid", "cluster", problem,
+                     "the members and their interface say where Ray runs and what it binds.",
+                     "write cluster: {members: [<head>, <worker>, ...], interface: <name>}.")
+            inst["plannable"] = False
+            return
+        inst["cluster"], inst["cluster_role"] = cluster, cluster_role(self.host, cluster)
+
     def _parallelism(self):
         inst = self.inst
         gpus = self.raw.get("gpus")
@@ -361,7 +386,8 @@ class _Normalizer:
         inst["pipeline_parallel"] = self.pick("pipeline_parallel", lambda v: _is_int(v) and v > 0, positive, 1)
         tp_default = None
         if inst["gpus"] and inst["pipeline_parallel"]:
-            tp_default = max(len(inst["gpus"]) // inst["pipeline_parallel"], 1)
+            hosts = len(inst["cluster"]["members"]) if inst["cluster"] else 1
+            tp_default = max(len(inst["gpus"]) * hosts // inst["pipeline_parallel"], 1)
         inst["tensor_parallel"] = self.pick("tensor_parallel", lambda v: _is_int(v) and v > 0, positive, tp_default)
 
     def _runtime(self):
@@ -631,6 +657,9 @@ def plan_instance(inst, profile, engines_root, secrets_dir):
         "api_key_env": API_KEY_ENV if vllm_like else None,
         "api_key_file": None if vllm_like else api_key_file(inst["name"], secrets_dir),
         "allowed": [],
+        # Addresses the unit may reach besides engine_service_ip_address_allow (a cluster's members).
+        "ip_allow": [],
+        "cluster": None,
     }
 
 
@@ -743,6 +772,9 @@ def _context(host, server, islands, settings):
         },
         "build_packages": settings["build_packages"],
         "ram_need_gb": settings["ram_need_gb"] or {},
+        "cluster_members": settings.get("cluster_members") or {},
+        "ray_ports": settings.get("ray_ports") or _defaults.literal("engine_service", "engine_service_ray_ports"),
+        "service_home": settings.get("service_home") or _defaults.literal("engine_service", "engine_service_home"),
         **_platform_context(settings),
     }
 
@@ -799,16 +831,38 @@ def _check_all(normalised, ctx, server, gpu_facts):
     findings += check_platform(checked, ctx)
     findings += check_ram(checked, ctx)
     findings += check_gpu_facts(gpu_facts, server, ctx)
+    ports = [inst[f] for inst in normalised for f in ("port", "backend_port", "service_port") if inst.get(f)]
+    for inst in checked:
+        if inst.get("cluster"):
+            findings += cluster_findings(ctx["host"], inst, ctx["cluster_members"], ctx["ray_ports"], ports)
     return findings
 
 
-def _plan_entries(normalised, profiles, findings, engines_root, secrets_dir):
-    """The plan entry of every plannable instance, with the findings allowed for it."""
+def _ray_plan(normalised, ctx, secrets_dir, engines_root):
+    """The host's part in a Ray cluster (_cluster.ray_plan), or None: no cluster instance, or one whose
+    members' addresses are not all known (its findings already say why)."""
+    for inst in normalised:
+        cluster = inst.get("cluster")
+        if not (inst["plannable"] and inst["enabled"] and cluster and inst["cluster_role"]):
+            continue
+        members = ctx["cluster_members"]
+        if all((members.get(m) or {}).get("interfaces", {}) and members[m]["interfaces"].get(cluster["interface"])
+               for m in cluster["members"]):
+            plan = ray_plan(ctx["host"], inst, members, ctx["ray_ports"], secrets_dir)
+            return ray_unit(plan, engines_root, ctx["service_home"])
+    return None
+
+
+def _plan_entries(normalised, profiles, findings, engines_root, secrets_dir, ray=None):
+    """The plan entry of every plannable instance, with the findings allowed for it. A cluster instance
+    is planned on its head only (the workers' part is the plan's ``ray``)."""
     entries = []
     for inst in normalised:
-        if not inst["plannable"]:
+        if not inst["plannable"] or inst.get("cluster_role") == "worker":
             continue
         entry = plan_instance(inst, profiles[inst["engine"]], engines_root, secrets_dir)
+        if inst.get("cluster_role") == "head" and ray:
+            join_cluster(entry, ray)
         entry["allowed"] = [
             {"rule": f["rule"], "reason": f["reason"]}
             for f in findings
@@ -855,6 +909,9 @@ def build_report(
     unknown_mode="error",
     preflight=None,
     model_facts_from="host",
+    cluster_members=None,
+    ray_ports=None,
+    service_home=None,
 ):
     """Check one host's instances and build its plan.
 
@@ -866,6 +923,8 @@ def build_report(
     *gateway*: the api_gateway settings that reach nginx (``_gateway.GATEWAY_KEYS``), or None.
     *key_sha256*: where each configured key is set -> its sha256 (never the keys); *lab*: volta_lab.
     *units*: engine_service's restart_sec, start_limit_interval and start_limit_burst (``_units``).
+    *cluster_members*: what the other members of a multi-host instance have (``_cluster``); *ray_ports*:
+    engine_service_ray_ports; *service_home*: engine_service_home (Ray's temp dir is under it).
 
     Returns ``{"host", "plan": {"host", "gateway_ports", "instances": [...]}, "findings": [...],
     "errors", "warnings", "allowed"}``. Findings are dicts with rule, severity
@@ -885,6 +944,7 @@ def build_report(
         "engine_versions": engine_versions, "ssh_port": ssh_port, "keyed_instances": keyed_instances,
         "host_key": host_key, "generate_keys": generate_keys, "reserved_ports": reserved_ports,
         "build_packages": build_packages, "ram_need_gb": ram_need_gb,
+        "cluster_members": cluster_members, "ray_ports": ray_ports, "service_home": service_home,
         **{("host_platform" if k == "host" else k): v for k, v in (platform or {}).items()},
     }
     server, instances, findings = _host_inputs(host, server, instances)
@@ -899,12 +959,14 @@ def build_report(
     merged, profile_findings = merge_profiles(profiles, host)
     islands, island_findings = _islands(host, server)
     findings += profile_findings + island_findings
-    normalised, instance_findings = _checked_instances(
-        host, instances, merged, _context(host, server, islands, settings), server, gpu_facts, model_facts)
+    ctx = _context(host, server, islands, settings)
+    normalised, instance_findings = _checked_instances(host, instances, merged, ctx, server, gpu_facts, model_facts)
     findings = soften(findings + instance_findings, unknown_mode)
     findings = apply_allow(findings, [inst for inst in normalised if inst["name"]], host)
-    entries = _plan_entries(normalised, merged, findings, engines_root, secrets_dir)
+    ray = _ray_plan(normalised, ctx, secrets_dir, engines_root)
+    entries = _plan_entries(normalised, merged, findings, engines_root, secrets_dir, ray)
     report = _report(host, server, secrets_dir, entries, findings)
+    report["plan"]["ray"] = ray
     report["skipped"] = skipped(normalised, model_facts, gpu_facts, reasons)
     return report
 

@@ -181,6 +181,17 @@ RULES = {
     "python-unsupported": (ERROR, False, "an engine interpreter outside the engine's Requires-Python"),
     "platform-unchecked": (WARNING, False, "a platform requirement not checked (the host was not read)"),
     "gpu-facts-mismatch": (ERROR, False, "volta_server differs from the GPUs found on the host"),
+    "cluster-invalid": (ERROR, False, "a cluster field that is not {members: [2+ hosts], interface: name}"),
+    "cluster-not-member": (ERROR, False, "a host that declares a cluster instance but is not one of its members"),
+    "cluster-member-unknown": (ERROR, False, "a cluster member not in the inventory or not in this run"),
+    "cluster-member-mismatch": (ERROR, False, "a cluster member without the instance, or with other settings"),
+    "cluster-gpu-mismatch": (ERROR, False, "cluster members with different GPU models"),
+    "cluster-engine-mismatch": (ERROR, False, "cluster members with different engine pins"),
+    "cluster-interface": (ERROR, False, "a cluster member without an IPv4 address on the cluster interface"),
+    "cluster-engine": (ERROR, False, "a multi-host instance of an engine that cannot run on Ray (llama.cpp)"),
+    "cluster-tp-spans-hosts": (WARNING, False, "a tensor-parallel group larger than one member's GPUs"),
+    "ray-one-cluster": (ERROR, False, "a host that is a member of two multi-host instances"),
+    "ray-port-collision": (ERROR, False, "a Ray port that is also an instance's port"),
     "allow-invalid": (ERROR, False, "an allow entry without rule and reason, or with an unknown rule"),
     "allow-not-overridable": (ERROR, False, "an allow entry for a rule that cannot be overridden"),
     "allow-unused": (WARNING, False, "an allow entry that matches no finding"),
@@ -338,26 +349,37 @@ def check_instance(inst, ctx):
     return findings
 
 
+def _parallel_mismatch(host, name, tp, pp, gpus, hosts):
+    where = f"gpus lists {len(gpus)} GPU(s) {gpus}"
+    if hosts > 1:
+        where = f"the cluster has {len(gpus) * hosts} GPU(s) ({len(gpus)} per member {gpus} x {hosts} members)"
+    return finding(
+        "parallel-size-mismatch",
+        host,
+        name,
+        "tensor_parallel",
+        f"tensor_parallel {tp} x pipeline_parallel {pp} = {tp * pp}, but {where}.",
+        "the engine starts one worker per GPU of tp x pp and needs exactly that many visible GPUs.",
+        "make tensor_parallel x pipeline_parallel equal the number of entries in gpus"
+        + (" times the cluster's members." if hosts > 1 else "."),
+    )
+
+
 def _check_parallel(inst, ctx):
     gpus, tp, pp = inst["gpus"], inst["tensor_parallel"], inst["pipeline_parallel"]
     if gpus is None or tp is None or pp is None:
         return []
     host, name = ctx["host"], inst["name"]
     out = []
-    if tp * pp != len(gpus):
-        out.append(
-            finding(
-                "parallel-size-mismatch",
-                host,
-                name,
-                "tensor_parallel",
-                f"tensor_parallel {tp} x pipeline_parallel {pp} = {tp * pp}, but gpus lists {len(gpus)} GPU(s) "
-                f"{gpus}.",
-                "the engine starts one worker per GPU of tp x pp and needs exactly that many visible GPUs.",
-                "make tensor_parallel x pipeline_parallel equal the number of entries in gpus.",
-            )
-        )
+    hosts = len(inst["cluster"]["members"]) if inst.get("cluster") else 1
+    if tp * pp != len(gpus) * hosts:
+        out.append(_parallel_mismatch(host, name, tp, pp, gpus, hosts))
         return out
+    if hosts > 1:
+        # Each member runs its own stages; the island check below looks at one member's part.
+        if len(gpus) % tp:
+            return out
+        pp = len(gpus) // tp
     islands = ctx["islands"]
     in_range = ctx["gpu_count"] is None or all(gpu < ctx["gpu_count"] for gpu in gpus)
     if islands and tp > 1 and in_range:  # out-of-range GPUs already gave an error
@@ -808,7 +830,8 @@ def _check_security(inst, ctx):
             )
     # An instance whose name was refused has its own error; "add None to api_gateway_keys" would be a second one.
     key = inst.get("key_name") or name
-    if inst["enabled"] and name and not _has_key(key, ctx):
+    # A cluster's worker serves nothing itself: the head's gateway takes the requests.
+    if inst["enabled"] and name and inst.get("cluster_role") != "worker" and not _has_key(key, ctx):
         out.append(
             finding(
                 "no-api-key",
