@@ -22,6 +22,9 @@ A local model path (absolute) must hold what vLLM 0.21.0's ``get_config``
 function's "Invalid repository ID or local directory specified" error (``model_error``).
 Nothing else of the model is read (no weights, no architecture check).
 
+``--distributed-executor-backend ray`` runs the engine over the REAL ``ray`` package
+(vllm/_volta_lab/ray_cluster.py, imported only then); without the flag nothing here changes.
+
 Module-level imports are the standard library only, so that tests load this file on its own.
 """
 
@@ -213,11 +216,44 @@ def _model_check(args):
     return _fail("config.py:717", error) if error else 0
 
 
+def _uses_ray(args):
+    return args.get("distributed_executor_backend") == "ray"
+
+
+def _ray_check(args):
+    """ParallelConfig's checks of the ray backend (vLLM 0.21.0 vllm/config/parallel.py), without importing ray."""
+    if not _uses_ray(args):
+        return 0
+    import importlib.util
+
+    from vllm._volta_lab import ray_cluster
+
+    error = ray_cluster.config_error(args, importlib.util.find_spec("ray") is not None)
+    return _fail("parallel.py:1", (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig\n"
+        f"  Value error, {error} [type=value_error]")) if error else 0
+
+
 def _startup_checks(build, args):
     """What the real server would die of before binding its port, in the order it meets them."""
     skip_torch = os.environ.get("VOLTA_LAB_SKIP_TORCH_CHECK") == "1"
     return (_attention_check(build, args) or (0 if skip_torch else _torch_checks(build))
-            or _model_check(args) or _scheduler_check(args) or (0 if skip_torch else _gpu_checks(args)))
+            or _model_check(args) or _ray_check(args) or _scheduler_check(args)
+            or (0 if skip_torch else _gpu_checks(args)))
+
+
+def _start_engine(args, srv):
+    """The ray backend's engine core (vllm._volta_lab.ray_cluster): None without the flag, False if it failed."""
+    if not _uses_ray(args):
+        return None
+    from vllm._volta_lab import ray_cluster
+
+    try:
+        return ray_cluster.start(args, srv.fileno())
+    except ray_cluster.EngineStartError as exc:
+        srv.server_close()
+        _fail("core_client.py:1", str(exc))
+        return False
 
 
 def serve_main(argv, mode="serve"):
@@ -255,6 +291,9 @@ def serve_main(argv, mode="serve"):
         srv = server.bind(host, port)
     except OSError as exc:
         return _fail("api_server.py:1", f"OSError: [Errno {exc.errno}] {exc.strerror}")
+    engine = _start_engine(args, srv)
+    if engine is False:
+        return 1
     delay = float(os.environ.get("VOLTA_LAB_LOAD_SECONDS", "3"))
     log.info("gpu_model_runner.py:1", f"Starting to load model {model}...")
     time.sleep(max(0.0, delay))
@@ -262,8 +301,10 @@ def serve_main(argv, mode="serve"):
     log.info("api_server.py:1", "Supported tasks: ['generate']")
     host_part = f"[{host}]" if ":" in host else (host or "0.0.0.0")  # noqa: S104  how vLLM names its default bind
     state = server.State(build, served, model, max_len, tokens)
+    if engine is not None:
+        engine.watch(state, srv)
     server.serve(srv, state, f"http://{host_part}:{port}")
-    return 0
+    return engine.stop() if engine is not None else 0
 
 
 def main(argv):

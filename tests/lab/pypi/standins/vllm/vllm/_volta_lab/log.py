@@ -3,11 +3,19 @@
 import sys
 import time
 
+# "(EngineCore pid=N) " in the ray backend's engine core process, as vLLM's decorate_logs writes it
+# (vllm/utils/system_utils.py:209); empty in the API server (the stand-in never wrote "(APIServer pid=N) ").
+PREFIX = ""
+
+
+def raw(text):
+    """*text* on stdout, PREFIX before each of its lines."""
+    sys.stdout.write("".join(PREFIX + line + "\n" for line in text.rstrip("\n").split("\n")))
+    sys.stdout.flush()
+
 
 def _emit(level, where, msg):
-    stamp = time.strftime("%m-%d %H:%M:%S")
-    sys.stdout.write(f"{level} {stamp} [{where}] {msg}\n")
-    sys.stdout.flush()
+    raw(f"{level} {time.strftime('%m-%d %H:%M:%S')} [{where}] {msg}")
 
 
 def info(where, msg):

@@ -32,6 +32,7 @@ class State:
         self.generation_tokens = 0
         self.success = {}
         self.started = int(time.time())
+        self.engine_dead = False  # set by the ray backend's engine monitor (ray_cluster.Engine.watch)
 
     def count(self, prompt, completion, reason):
         with self.lock:
@@ -67,7 +68,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _access(self, code):
         phrase = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-                  405: "Method Not Allowed"}.get(code, "")
+                  405: "Method Not Allowed", 500: "Internal Server Error",
+                  503: "Service Unavailable"}.get(code, "")
         log.uvicorn(f'{self.client_address[0]}:{self.client_address[1]} - '
                     f'"{self.command} {self.path} {self.request_version}" {code} {phrase}')
 
@@ -141,7 +143,8 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- endpoints --------------------------------------------------------
     def health(self):
-        self._send(200, b"", ctype="application/json")
+        # vLLM 0.21.0 vllm/entrypoints/serve/instrumentator/health.py:33: EngineDeadError -> 503
+        self._send(503 if self.state.engine_dead else 200, b"", ctype="application/json")
 
     def version(self):
         self._send(200, {"version": self.state.build["version"]})
@@ -226,6 +229,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def _generate(self, body, prompt, chat):
         st = self.state
+        if st.engine_dead:  # EngineDeadError through create_error_response (vllm/entrypoints/utils.py:351)
+            from vllm._volta_lab.ray_cluster import ENGINE_DEAD_MESSAGE
+
+            self._error(500, ENGINE_DEAD_MESSAGE, "InternalServerError")
+            return
         words, reason = self._reply_words(prompt, body)
         n_prompt = max(1, len(_words(prompt)))
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
