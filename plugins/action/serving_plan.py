@@ -175,14 +175,24 @@ VAR_DEFAULTS = {
     "ray_ports": role_default("engine_service", "engine_service_ray_ports"),
     "service_home": role_default("engine_service", "engine_service_home"),
 }
-# What the plan reads of each member of a multi-host instance, from that member's own variables (_cluster).
-MEMBER_VARS = {
-    "instances": VAR_DEFAULTS["instances"],
-    "server": VAR_DEFAULTS["server"],
-    "engine": VAR_DEFAULTS["engine_versions"],
-    "models": VAR_DEFAULTS["models"],
-    "models_root": VAR_DEFAULTS["models_root"],
-}
+
+
+def member_inputs(member_vars):
+    """What the plan reads of another member of a multi-host instance (_cluster): its variables, each one
+    it does not set as its role's default (the host's own come from VAR_DEFAULTS)."""
+    def var(name, role=None):
+        value = member_vars.get(name)
+        return literal_default(role, name) if value is None and role else value
+
+    return {
+        "instances": var("volta_instances") or [],
+        "server": var("volta_server"),
+        "engine": {flavour: {key: str(var(f"engine_{flavour}_{key}", "engine"))
+                             for key in ("version", "torch_version", "torch_cuda")}
+                   for flavour in ("vllm", "onecat")},
+        "models": var("volta_models") or {},
+        "models_root": var("model_root", "model"),
+    }
 
 # What only preflight's call reads (preflight: true): the driver pin and the index of the engine pins.
 PREFLIGHT_VARS = {
@@ -298,9 +308,7 @@ class ActionModule(ActionBase):
     def _member(self, hostvars, name, in_play, instances):
         if name not in hostvars:
             return {"known": False, "in_play": False}
-        member_vars = hostvars[name]
-        templar = self._templar.copy_with_new_env(available_variables=member_vars)
-        read = {key: self._evaluate(templar, expr) for key, expr in MEMBER_VARS.items()}
+        read = member_inputs(hostvars[name])
         wanted = {inst.get("name") for inst in instances if isinstance(inst, dict)}
         theirs = [i for i in read["instances"] or [] if isinstance(i, dict)]
         try:
@@ -308,7 +316,7 @@ class ActionModule(ActionBase):
                                          read["models_root"] or literal_default("model", "model_root"))
         except ModelError:
             resolved = [i for i in theirs if i.get("name") in wanted]  # the member's own preflight says why
-        facts = member_vars.get("ansible_facts") or {}
+        facts = hostvars[name].get("ansible_facts") or {}
         return {
             "known": True,
             "in_play": in_play,

@@ -237,10 +237,17 @@ def ray_port_numbers(ports):
     return single + list(range(int(ports["worker_min"]), int(ports["worker_max"]) + 1))
 
 
+# The ranks' own connections between members: NCCL's bootstrap and socket transport, Gloo and torch's TCP
+# store listen on ports the kernel picks from net.ipv4.ip_local_port_range (Linux's default below); none
+# of them takes a fixed port or range. Opened between members only, like Ray's.
+RANK_PORTS = "32768-60999"
+
+
 def tcp_ports(ports):
-    """Ray's ports as the firewall writes them: each port, then the worker range ``a-b``; sorted strings."""
+    """What the firewall opens between members, as it writes them: each Ray port, Ray's worker range
+    ``a-b``, then the ranks' range (RANK_PORTS); strings."""
     single = sorted(int(v) for k, v in ports.items() if k not in ("worker_min", "worker_max"))
-    return [str(p) for p in single] + [f"{int(ports['worker_min'])}-{int(ports['worker_max'])}"]
+    return [str(p) for p in single] + [f"{int(ports['worker_min'])}-{int(ports['worker_max'])}", RANK_PORTS]
 
 
 def ray_argv(program, plan, temp_dir):
@@ -312,6 +319,9 @@ def join_cluster(entry, plan):
     entry["argv"] = [*argv[:at], "--distributed-executor-backend", "ray", *argv[at:]]
     entry["env"] = dict(sorted({**entry["env"], **head_env(plan)}.items()))
     entry["ip_allow"] = sorted({m["address"] for m in plan["members"]})
+    # vLLM 0.21.0 exits 0 when a Ray worker dies (the API server's watchdog stops it after EngineDeadError:
+    # vllm/entrypoints/launcher.py; vllm-project/vllm#48966): on-failure would leave it stopped.
+    entry["restart"] = "always"
     entry["cluster"] = {"role": plan["role"], "unit": plan["unit"], "members": [m["host"] for m in plan["members"]]}
     return entry
 
@@ -359,6 +369,7 @@ def ray_unit(plan, engines_root, service_home):
         "temp_dir": f"{service_home.rstrip('/')}/ray",
         "environment_file": None,
         "api_key_env": None,
+        "engine_dir": f"{engines_root.rstrip('/')}/{plan['engine']}/current",
         "ip_allow": sorted({m["address"] for m in plan["members"]}),
     })
     plan["argv"] = ray_argv(program, plan, plan["temp_dir"])

@@ -660,6 +660,7 @@ def plan_instance(inst, profile, engines_root, secrets_dir):
         # Addresses the unit may reach besides engine_service_ip_address_allow (a cluster's members).
         "ip_allow": [],
         "cluster": None,
+        "restart": "on-failure",
     }
 
 

@@ -169,7 +169,7 @@ def test_ray_nodes_bind_the_cluster_address_and_open_only_the_set_ports():
     assert head["peers"] == ["10.0.0.2"] and worker["peers"] == ["10.0.0.1"]
     assert worker["env"]["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
     assert worker["env"]["VLLM_HOST_IP"] == "10.0.0.2"
-    assert worker["tcp_ports"][-1] == "20000-20199"
+    assert worker["tcp_ports"][-2:] == ["20000-20199", "32768-60999"]
     assert "6379" in worker["tcp_ports"]
     assert 20100 in ray_port_numbers(PORTS) and 20200 not in ray_port_numbers(PORTS)
 
