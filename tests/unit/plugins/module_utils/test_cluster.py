@@ -212,3 +212,23 @@ def test_ray_start_command_of_head_and_worker():
         assert "--temp-dir=/var/lib/volta/ray" in plan["argv"]
         assert {"--min-worker-port=20000", "--max-worker-port=20199", "--node-manager-port=6380"} <= set(plan["argv"])
         assert not [a for a in plan["argv"] if "token" in a.lower()]
+
+
+def test_the_example_inventory_plans_without_errors_on_both_members():
+    from pathlib import Path
+
+    import yaml
+
+    top = Path(__file__).resolve().parents[4] / "inventories" / "example-cluster"
+    group = yaml.safe_load((top / "group_vars" / "cluster_big" / "main.yml").read_text())
+    hosts = yaml.safe_load((top / "hosts.yml").read_text())["all"]["children"]["volta"]["children"]["cluster_big"]
+    names = list(hosts["hosts"])
+    (inst,) = group["volta_instances"]
+    assert inst["cluster"]["members"] == names
+    info = {name: member(inst, server=group["volta_server"], interfaces={"ens1f0": f"192.168.20.{i + 1}"})
+            for i, name in enumerate(names)}
+    for name in names:
+        report = build_report(name, dict(group["volta_server"]), [copy.deepcopy(inst)], engine_versions=PINS,
+                              generate_keys=True, cluster_members=info, ray_ports=PORTS)
+        assert report["errors"] == 0, [f["message"] for f in report["findings"] if f["severity"] == "error"]
+        assert report["plan"]["ray"]["role"] == ("head" if name == names[0] else "worker")
