@@ -44,7 +44,6 @@ SAME_FIELDS = ("engine", "model", "served_model_name", "gpus", "tensor_parallel"
 # Ray's ports, by the ray start option that sets each (one home: engine_service_ray_ports).
 PORT_FLAGS = {
     "gcs": "--port",
-    "client_server": "--ray-client-server-port",
     "node_manager": "--node-manager-port",
     "object_manager": "--object-manager-port",
     "runtime_env_agent": "--runtime-env-agent-port",
@@ -54,7 +53,9 @@ PORT_FLAGS = {
     "worker_min": "--min-worker-port",
     "worker_max": "--max-worker-port",
 }
-HEAD_ONLY_PORTS = ("gcs", "client_server")
+# No Ray Client server: it needs ray[client] (`ray start` refuses --ray-client-server-port without it), and
+# nothing here connects through it.
+HEAD_ONLY_PORTS = ("gcs",)
 # The rules of this module (their severity and text: _rules.RULES).
 CLUSTER_RULES = ("cluster-invalid", "cluster-not-member", "cluster-member-unknown", "cluster-member-mismatch",
                  "cluster-gpu-mismatch", "cluster-engine-mismatch", "cluster-interface", "cluster-engine",
@@ -366,7 +367,10 @@ def ray_unit(plan, engines_root, service_home):
         "served_model_name": plan["instance"],
         "bind_host": plan["address"],
         "backend_port": plan["ports"]["gcs"] if plan["role"] == "head" else plan["ports"]["node_manager"],
-        "temp_dir": f"{service_home.rstrip('/')}/ray",
+        # Ray makes its temp dir world-writable (0777); the directory above it, the role's (0750), keeps
+        # everyone but the engine account out.
+        "ray_dir": f"{service_home.rstrip('/')}/ray",
+        "temp_dir": f"{service_home.rstrip('/')}/ray/tmp",
         "environment_file": None,
         "api_key_env": None,
         "engine_dir": f"{engines_root.rstrip('/')}/{plan['engine']}/current",

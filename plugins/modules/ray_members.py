@@ -47,8 +47,10 @@ options:
     default: 120
 attributes:
   check_mode:
+    description: Reads only; the same in check mode.
     support: full
   diff_mode:
+    description: Nothing to show.
     support: none
 """
 

@@ -203,13 +203,14 @@ def test_ray_start_command_of_head_and_worker():
     program = "/opt/volta/engines/vllm/current/venv/bin/ray"
     assert head["argv"][:2] == [program, "start"]
     assert "--head" in head["argv"] and "--include-dashboard=false" in head["argv"]
-    assert "--port=6379" in head["argv"] and "--ray-client-server-port=10001" in head["argv"]
+    assert "--port=6379" in head["argv"]
+    assert not [a for a in head["argv"] if a.startswith("--ray-client-server-port")]
     assert "--address=10.0.0.1:6379" in worker["argv"] and "--head" not in worker["argv"]
     assert not [a for a in worker["argv"] if a.startswith(("--port=", "--ray-client-server-port"))]
     for plan, address in ((head, "10.0.0.1"), (worker, "10.0.0.2")):
         assert f"--node-ip-address={address}" in plan["argv"]
         assert "--num-gpus=4" in plan["argv"] and "--block" in plan["argv"]
-        assert "--temp-dir=/var/lib/volta/ray" in plan["argv"]
+        assert "--temp-dir=/var/lib/volta/ray/tmp" in plan["argv"]
         assert {"--min-worker-port=20000", "--max-worker-port=20199", "--node-manager-port=6380"} <= set(plan["argv"])
         assert not [a for a in plan["argv"] if "token" in a.lower()]
 
