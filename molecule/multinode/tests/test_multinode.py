@@ -7,6 +7,7 @@ test key) and from engine_service's defaults (the Ray ports, the one home of the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -171,13 +172,13 @@ def test_a_dead_worker_is_detected_named_and_the_cluster_comes_back():
         assert address(WORKER) in log
         # The membership check names the member that is gone.
         check = subprocess.run(
-            ["ansible", HEAD, "-i", str(Path(__import__("os").environ["MOLECULE_INVENTORY_FILE"])), "-m",
+            ["ansible", HEAD, "-i", os.environ["MOLECULE_INVENTORY_FILE"], "-m",
              "volta.serving.ray_members", "-a", json.dumps({
                  "python": f"{RAY}/python", "address": f"{address(HEAD)}:{PORTS['gcs']}", "token_file": TOKEN,
                  "user": "volta", "members": [{"host": HEAD, "address": address(HEAD)},
                                               {"host": WORKER, "address": address(WORKER)}],
                  "gpus": GPUS, "timeout": 4})],
-            capture_output=True, text=True, timeout=120)
+            check=False, capture_output=True, text=True, timeout=120)
         assert check.returncode != 0
         assert f"lacks {WORKER} ({address(WORKER)})" in check.stdout
     finally:
