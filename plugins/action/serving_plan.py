@@ -194,6 +194,7 @@ def member_inputs(member_vars):
         "models_root": var("model_root", "model"),
     }
 
+
 # What only preflight's call reads (preflight: true): the driver pin and the index of the engine pins.
 PREFLIGHT_VARS = {
     "driver_version": f"({role_default('nvidia_driver', 'nvidia_driver_version')}) | string",

@@ -31,7 +31,8 @@ BIG = {
 }
 
 
-def member(instance=BIG, **over):
+def member(instance=None, **over):
+    instance = instance or BIG
     info = {"known": True, "in_play": True, "instances": {instance["name"]: instance}, "server": dict(SERVER),
             "engine": copy.deepcopy(PINS), "interfaces": {"lo": "127.0.0.1", "ens1f0": None}, "clusters": ["big"]}
     info.update(over)
@@ -44,7 +45,8 @@ def members(head=None, worker=None):
     return {"head-a": head, "worker-b": worker}
 
 
-def run(host="head-a", instance=BIG, cluster_members=None, **settings):
+def run(host="head-a", instance=None, cluster_members=None, **settings):
+    instance = instance or BIG
     return build_report(host, dict(SERVER), [copy.deepcopy(instance)], engine_versions=PINS, generate_keys=True,
                         cluster_members=members() if cluster_members is None else cluster_members,
                         ray_ports=PORTS, **settings)
@@ -152,8 +154,8 @@ def test_head_serves_over_ray_and_workers_serve_nothing():
     assert argv[argv.index("--tensor-parallel-size") + 1] == "4"
     env = entry["env"]
     assert env["RAY_ADDRESS"] == "10.0.0.1:6379"
-    assert (env["NCCL_SOCKET_IFNAME"], env["GLOO_SOCKET_IFNAME"], env["VLLM_HOST_IP"]) == ("ens1f0", "ens1f0",
-                                                                                            "10.0.0.1")
+    ranks = (env["NCCL_SOCKET_IFNAME"], env["GLOO_SOCKET_IFNAME"], env["VLLM_HOST_IP"])
+    assert ranks == ("ens1f0", "ens1f0", "10.0.0.1")
     assert env["RAY_AUTH_MODE"] == "token"
     assert env["RAY_AUTH_TOKEN_PATH"] == "/etc/volta/secrets/ray-big.token"  # noqa: S105  a path, not a secret
     assert entry["ip_allow"] == ["10.0.0.1", "10.0.0.2"]

@@ -73,7 +73,7 @@ def test_no_other_member_is_refused(peers):
 
 def test_interface_and_peer_problems_are_reported_together():
     found = fr.ray_problems(ray(interface="bad/if", peers=["fd00::1"]), "server-c")
-    assert [p.split(". Why")[0][:40] for p in found] == [
+    assert [p.split(". Why", maxsplit=1)[0][:40] for p in found] == [
         "server-c: volta_instances[].cluster.inte", "server-c: the Ray cluster of instance bi"]
 
 
@@ -84,8 +84,8 @@ def test_ports_that_are_not_tcp_ports_or_ranges_are_refused(ports):
     assert "Fix: set engine_service_ray_ports to TCP port numbers from 1 to 65535" in problem
 
 
-@pytest.mark.parametrize(("open_ports", "taken"), [([6379, 22], "6379"), (["10001"], "10001"),
-                                                    ([20000, 20150, 20199, 20200], "20000, 20150, 20199")])
+@pytest.mark.parametrize(("open_ports", "taken"), [
+    ([6379, 22], "6379"), (["10001"], "10001"), ([20000, 20150, 20199, 20200], "20000, 20150, 20199")])
 def test_a_ray_port_opened_to_other_networks_is_refused(open_ports, taken):
     (problem,) = fr.ray_problems(ray(), "server-c", open_ports=open_ports)
     assert problem.startswith(f"server-c: port(s) {taken} are Ray's ports of the cluster of instance big-pp2 and "

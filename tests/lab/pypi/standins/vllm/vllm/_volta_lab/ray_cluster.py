@@ -76,7 +76,7 @@ def config_error(args, ray_found):
 
 
 def bundle_specs(world, pin_ip=None):
-    specs = [{"GPU": 1.0} for _ in range(world)]
+    specs = [{"GPU": 1.0} for _rank in range(world)]
     if pin_ip:
         specs[0][f"node:{pin_ip}"] = 0.001
     return specs
@@ -158,7 +158,7 @@ def wait_until_pg_ready(ray, pg, specs, timeout):
     ref = pg.ready()
     interval = 10
     while time.time() - start < timeout:
-        ready, _ = ray.wait([ref], timeout=interval)
+        ready, _pending = ray.wait([ref], timeout=interval)
         if ready:
             break
         interval *= 2
@@ -253,7 +253,7 @@ def monitor(ray, actors, placed, conn):
     refs = [a.run.remote() for a in actors]
     while True:
         try:
-            done, _ = ray.wait(refs, num_returns=1, timeout=1.0)
+            done, _pending = ray.wait(refs, num_returns=1, timeout=1.0)
         except Exception:  # as vLLM (:452): the monitor ends, the engine runs on
             log.error("ray_executor_v2.py:452", "RayWorkerMonitor: unexpected error, exiting monitor thread")
             return wait_for_stop(conn)
