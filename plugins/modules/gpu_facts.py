@@ -11,6 +11,10 @@ short_description: Gather NVIDIA GPU, NVLink and driver facts from nvidia-smi
 description:
   - Runs C(nvidia-smi --query-gpu=...) and C(nvidia-smi topo -m) and reads C(/proc/driver/nvidia/version),
     then returns the result as the C(volta_gpu) fact.
+  - Also runs C(nvidia-smi -q -x) and lists the NVIDIA GPU functions in O(sysfs_root) for the
+    RV(ansible_facts.volta_gpu.health) section (ECC errors, retired pages, PCIe link, throttling, GPUs in
+    sysfs that nvidia-smi does not list). An C(nvidia-smi) that cannot print that report leaves health
+    V(unknown) and every other key as it was.
   - Read-only; never changes the host.
   - A host without a working driver is not an error. The RV(ansible_facts.volta_gpu.status) key of the fact says
     why no GPU is listed (no driver loaded or C(nvidia-smi) missing, a loaded kernel module that does not
@@ -42,6 +46,13 @@ options:
       - V(0) waits without a limit.
     type: int
     default: 30
+  sysfs_root:
+    description:
+      - The sysfs mount whose C(bus/pci/devices) lists the PCI functions; an NVIDIA GPU function there that
+        nvidia-smi does not list (a GPU fallen off the bus) is named in RV(ansible_facts.volta_gpu.health).
+      - The test lab points it at its simulator's tree.
+    type: path
+    default: /sys
   pci_vendor:
     description:
       - Count the PCI functions of this vendor (V(0x10de), NVIDIA) in C(/sys/bus/pci/devices), returned as
@@ -231,6 +242,24 @@ ansible_facts:
           type: str
           returned: always
           sample: "7.0"
+        health:
+          description:
+            - GPU health from C(nvidia-smi -q -x) and sysfs (parsed by C(plugins/module_utils/_gpu_health.py)).
+            - C(status) V(ok) or V(unknown) (not read: no GPU listed, or no XML report) and C(message).
+            - C(gpus), one per GPU in nvidia-smi order, each with C(index), C(bus_id), C(pci_address)
+              (sysfs form), C(name), C(ecc) (C(mode), C(volatile) and C(aggregate) C(corrected)/C(uncorrected)),
+              C(retired_pages) (C(single_bit), C(double_bit), C(pending)), C(remapped_rows) (V(null) on
+              Volta), C(pcie) (C(gen_current), C(gen_max), C(width_current), C(width_max)), C(throttle)
+              (active reasons), C(temperature_c), C(power_draw_w), C(power_limit_w) and C(failed); a value
+              nvidia-smi prints as N/A is V(null).
+            - C(pci_functions), the NVIDIA GPU addresses in sysfs (V(null) when unreadable), C(missing), those
+              nvidia-smi does not list, and C(problems), each with C(kind) (V(ecc-uncorrectable),
+              V(pending-retirement), V(missing), V(pcie-degraded), V(throttled)), C(state) (V(failed) or
+              V(degraded)), C(index), C(bus_id) and C(text).
+          type: dict
+          returned: always
+          sample: {status: ok, message: 8 GPU(s) read, 0 problem(s), gpus: [], pci_functions: [], missing: [],
+                   problems: []}
 pci_functions:
   description: The number of PCI functions of O(pci_vendor).
   type: int
@@ -275,6 +304,12 @@ from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import (
     needs_topology,
     timeout_facts,
 )
+from ansible_collections.volta.serving.plugins.module_utils._gpu_health import (
+    XML_ARGS,
+    build_health,
+    sysfs_gpus,
+    unknown_health,
+)
 
 
 class _TimedOut(Exception):
@@ -312,6 +347,18 @@ def _run(module, binary, args):
     if rc == 0:
         return rc, out
     return rc, "\n".join(part for part in (out, err) if part)
+
+
+def _health(module, binary, facts):
+    """The health section: nvidia-smi -q -x once GPUs were listed, and the GPU functions in sysfs."""
+    functions = sysfs_gpus(module.params["sysfs_root"])
+    if binary is None or facts["status"] != "ok":
+        return unknown_health(f"not read: {facts['message']}", functions)
+    try:
+        rc, out = _run(module, binary, XML_ARGS)
+    except _TimedOut as exc:
+        return unknown_health(f"{' '.join(exc.command)} did not answer within {module.params['timeout']} s", functions)
+    return build_health(rc, out, facts["gpus"], functions)
 
 
 def _pci_functions(vendor):
@@ -370,6 +417,7 @@ def main():
         argument_spec=dict(
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             proc_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
+            sysfs_root=dict(type="path", default="/sys"),
             timeout=dict(type="int", default=30),
             pci_vendor=dict(type="str"),
             secure_boot=dict(type="bool", default=False),
@@ -397,6 +445,7 @@ def main():
         facts = timeout_facts(exc.command, module.params["timeout"], proc_text)
     except GpuFactsError as exc:
         module.fail_json(msg=str(exc))
+    facts["health"] = _health(module, binary, facts)
     module.exit_json(changed=False, ansible_facts={"volta_gpu": facts}, **_host_reads(module))
 
 
