@@ -1,0 +1,102 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The alert rules (roles/prometheus/files/volta-alerts.yml) through the real promtool.
+
+promtool comes from Debian 12's ``prometheus`` package (the one the prometheus role installs on a
+Debian monitoring host): ``apt-get download`` into ``$VOLTA_REAL_CACHE`` once, unpacked with
+``dpkg-deb -x``. Nothing is installed or started on this machine.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import artifacts
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "roles/prometheus/files/volta-alerts.yml"
+TESTS = Path(__file__).resolve().parent / "prometheus" / "volta-alerts-test.yml"
+# Debian 12 (bookworm) prometheus, the version its archive carries (bookworm-security/updates).
+PROMETHEUS_DEB = "2.42.0+ds-5+deb12u1"
+
+pytestmark = pytest.mark.skipif(shutil.which("apt-get") is None, reason="no apt on this machine")
+
+
+@pytest.fixture(scope="module")
+def promtool():
+    dest = artifacts.CACHE / "debs" / f"prometheus-{PROMETHEUS_DEB}"
+    tool = dest / "root/usr/bin/promtool"
+    with artifacts._locked(f"prometheus-{PROMETHEUS_DEB}"):  # pylint: disable=protected-access
+        if not tool.exists():
+            (dest / "dl").mkdir(parents=True, exist_ok=True)
+            artifacts.run(["sh", "-c", f'cd "{dest / "dl"}" && apt-get download "prometheus={PROMETHEUS_DEB}"'],
+                          f"apt-get download prometheus={PROMETHEUS_DEB}", timeout=600)
+            (deb,) = (dest / "dl").glob("prometheus_*.deb")
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(dest / "root")], check=True)
+    return str(tool)
+
+
+def promtool_run(tool, *args, cwd=None):
+    return subprocess.run([tool, *args], capture_output=True, text=True, check=False, cwd=cwd, timeout=120)
+
+
+def test_promtool_is_debians(promtool):
+    assert "2.42.0+ds" in promtool_run(promtool, "--version").stdout
+
+
+def test_rules_pass_promtool_check(promtool):
+    proc = promtool_run(promtool, "check", "rules", str(RULES))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"SUCCESS: \d+ rules found", proc.stdout)
+
+
+def test_rule_unit_tests_pass(promtool):
+    proc = promtool_run(promtool, "test", "rules", TESTS.name, cwd=TESTS.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout
+
+
+def test_a_wrong_expectation_fails(promtool, tmp_path):
+    # The unit tests can fail: the healthy host gpu02 expected to alert makes promtool fail.
+    text = TESTS.read_text(encoding="utf-8").replace("../../../roles", str(ROOT / "roles"))
+    broken = text.replace("instance: gpu01:8001\n", "instance: gpu02:8001\n", 1)
+    assert broken != text
+    (tmp_path / "t.yml").write_text(broken, encoding="utf-8")
+    proc = promtool_run(promtool, "test", "rules", "t.yml", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "alertname: VoltaEngineDown" in proc.stdout + proc.stderr
+
+
+def test_a_broken_expression_fails_check(promtool, tmp_path):
+    bad = RULES.read_text(encoding="utf-8").replace("volta_gpu_retired_pages_pending == 1",
+                                                    "volta_gpu_retired_pages_pending ==", 1)
+    (tmp_path / "r.yml").write_text(bad, encoding="utf-8")
+    proc = promtool_run(promtool, "check", "rules", str(tmp_path / "r.yml"))
+    assert proc.returncode != 0
+    assert "VoltaGpuRetirementPending" in proc.stdout + proc.stderr or "parse error" in proc.stdout + proc.stderr
+
+
+def _alerts():
+    return [r for g in yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"] for r in g["rules"]]
+
+
+def test_every_alert_has_a_firing_and_a_silent_case():
+    cases = {}
+    for test in yaml.safe_load(TESTS.read_text(encoding="utf-8"))["tests"]:
+        for case in test["alert_rule_test"]:
+            cases.setdefault(case["alertname"], set()).add(bool(case["exp_alerts"]))
+    assert {a["alert"]: cases.get(a["alert"]) for a in _alerts()} == {a["alert"]: {True, False} for a in _alerts()}
+
+
+@pytest.mark.parametrize("alert", _alerts(), ids=lambda a: a["alert"])
+def test_every_alert_names_host_severity_and_gpu(alert):
+    assert alert["labels"]["severity"] in ("critical", "warning")
+    text = alert["annotations"]["summary"] + alert["annotations"]["description"]
+    assert "$labels.host" in text
+    if "gpu" in alert["annotations"]["summary"].lower() and "$labels.gpu" in text:
+        assert "$labels.bus_id" in text
