@@ -1,0 +1,147 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What Prometheus scrapes on the serving hosts, computed from the inventory.
+
+Pure Python, no Ansible imports, so unit tests import it directly. Private to the collection.
+``scrape_targets(hosts, hostvars)`` returns the node_exporter, volta-exporter and engine targets of
+the hosts of group volta, and every problem that keeps one of them from being scraped from
+another host (each names the host, the variable and the fix). The prometheus role's
+``volta.serving.prometheus_targets`` filter calls it; the role fails on any problem.
+
+Also the one home of the metric contract shared with the exporter (JOBS, CONTRACT_METRICS).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible_collections.volta.serving.plugins.module_utils._cluster import read_cluster
+from ansible_collections.volta.serving.plugins.module_utils._services import key_name
+
+# Scrape job names the alert rules and the dashboard use.
+JOBS = {"node": "volta-node", "gpu": "volta-gpu", "engine": "volta-engine"}
+# volta-exporter's metrics (the contract with roles/exporters; docs/monitoring.md).
+CONTRACT_METRICS = frozenset((
+    "volta_gpu_exporter_nvml_up", "volta_gpu_count", "volta_gpu_expected_count", "volta_gpu_pci_devices",
+    "volta_gpu_info", "volta_gpu_utilization_ratio", "volta_gpu_memory_used_bytes",
+    "volta_gpu_memory_total_bytes", "volta_gpu_temperature_celsius", "volta_gpu_power_watts",
+    "volta_gpu_power_limit_watts", "volta_gpu_clock_hertz", "volta_gpu_throttle_active", "volta_gpu_ecc_errors",
+    "volta_gpu_retired_pages", "volta_gpu_retired_pages_pending", "volta_gpu_xid_errors_total",
+    "volta_gpu_nvlink_errors", "volta_gpu_pcie_link_generation", "volta_gpu_pcie_link_width",
+    "volta_gateway_responses_total",
+))
+# The exporters role's defaults (roles/exporters): loopback, so nothing is exposed until asked.
+EXPORTERS_DEFAULTS = {"exporters_listen_address": "127.0.0.1", "exporters_port": 9402}
+# node_exporter listens on the exporters' address, on its own port (the metric contract).
+NODE_EXPORTER_PORT = 9100
+
+
+def _problem(host, variable, text, fix):
+    return {"host": host, "variable": variable, "message": f"{host}: {variable}: {text} Fix: {fix}"}
+
+
+def _is_loopback(address):
+    try:
+        return ipaddress.ip_address(str(address)).is_loopback
+    except ValueError:
+        return str(address) == "localhost"
+
+
+def _wildcard(address):
+    return str(address) in ("", "0.0.0.0", "::")  # noqa: S104 - reads a listen address, binds nothing
+
+
+def _hostport(address, port):
+    return f"[{address}]:{port}" if ":" in str(address) else f"{address}:{port}"
+
+
+def _address(host, hv):
+    """The host's address as the monitoring host reaches it: prometheus_scrape_address, ansible_host, name."""
+    return str(hv.get("prometheus_scrape_address") or hv.get("ansible_host") or host)
+
+
+def exporter_targets(host, hv):
+    """``(targets, problems)``: the host's node_exporter and volta-exporter targets."""
+    listen = hv.get("exporters_listen_address", EXPORTERS_DEFAULTS["exporters_listen_address"])
+    port = hv.get("exporters_port", EXPORTERS_DEFAULTS["exporters_port"])
+    if _is_loopback(listen):
+        return [], [_problem(
+            host, "exporters_listen_address",
+            f"the exporters listen on {listen} (loopback{', the default' if listen == '127.0.0.1' else ''}): "
+            "Prometheus on another host cannot scrape them.",
+            f"set exporters_listen_address in host_vars/{host}.yml to an address of {host} that the monitoring "
+            f"host reaches (for example {_address(host, hv)}), and let the firewall pass ports {port} and "
+            f"{NODE_EXPORTER_PORT} from the monitoring host.")]
+    address = _address(host, hv) if _wildcard(listen) else str(listen)
+    return [
+        {"job": JOBS["node"], "host": host, "target": _hostport(address, NODE_EXPORTER_PORT)},
+        {"job": JOBS["gpu"], "host": host, "target": _hostport(address, port)},
+    ], []
+
+
+def _served_here(host, inst):
+    """An enabled instance whose gateway port is on this host (a cluster's head only)."""
+    if not isinstance(inst, dict) or inst.get("enabled", True) is False or not inst.get("name"):
+        return False
+    if inst.get("cluster") is None:
+        return True
+    cluster, _problem_text = read_cluster(inst["cluster"])
+    return bool(cluster) and cluster["head"] == host
+
+
+def _instance_key(hv, inst):
+    name = key_name({"name": inst["name"], "served_model_name": inst.get("served_model_name") or inst["name"],
+                     "service_port": inst.get("service_port")})
+    keys = hv.get("api_gateway_keys") or {}
+    return str(keys.get(name) or "") or str(hv.get("api_gateway_host_key") or "")
+
+
+def _gateway_problems(host, hv, listen):
+    if _is_loopback(listen):
+        return [_problem(host, "api_gateway_listen_address",
+                         f"the gateway listens on {listen} only: Prometheus on another host cannot reach it.",
+                         f'set api_gateway_listen_address for {host} to "" (every address) or an address the '
+                         "monitoring host reaches.")]
+    if not hv.get("api_gateway_metrics_allow"):
+        return [_problem(host, "api_gateway_metrics_allow",
+                         "is empty: the gateway answers /metrics with 403 to everyone.",
+                         f"add the monitoring host's address (or its network) to api_gateway_metrics_allow of {host}.")]
+    return []
+
+
+def engine_targets(host, hv):
+    """``(targets, problems)``: one target per enabled instance, its /metrics through the host's gateway."""
+    instances = [i for i in hv.get("volta_instances") or [] if _served_here(host, i)]
+    if not instances:
+        return [], []
+    listen = hv.get("api_gateway_listen_address", "")
+    problems = _gateway_problems(host, hv, listen)
+    if problems:
+        return [], problems
+    address = _address(host, hv) if _wildcard(listen) else str(listen)
+    scheme = "https" if hv.get("api_gateway_tls_certificate") else "http"
+    targets = []
+    for inst in instances:
+        key = _instance_key(hv, inst)
+        if not key:
+            problems.append(_problem(
+                host, "api_gateway_keys",
+                f"instance {inst['name']} has no key in api_gateway_keys or api_gateway_host_key (a key generated "
+                "on the host cannot be read by the monitoring host).",
+                f"put its key in api_gateway_keys (Ansible Vault) for {host}."))
+            continue
+        targets.append({"job": JOBS["engine"], "host": host, "instance_name": inst["name"], "scheme": scheme,
+                        "target": _hostport(address, inst.get("port")), "key": key})
+    return targets, problems
+
+
+def scrape_targets(hosts, hostvars):
+    """``{"exporters": [...], "engines": [...], "problems": [...]}`` for *hosts* (inventory order)."""
+    out = {"exporters": [], "engines": [], "problems": []}
+    for host in hosts:
+        hv = hostvars[host]
+        for kind, compute in (("exporters", exporter_targets), ("engines", engine_targets)):
+            targets, problems = compute(host, hv)
+            out[kind] += targets
+            out["problems"] += problems
+    return out

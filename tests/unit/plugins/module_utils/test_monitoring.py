@@ -1,0 +1,135 @@
+# Copyright: (c) 2026, volta.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""module_utils/_monitoring.py: the scrape targets computed from inventory variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.volta.serving.plugins.module_utils import _monitoring as m
+
+ROOT = Path(__file__).resolve().parents[4]
+KEY = "k" * 40
+EVERY_ADDRESS = "0.0.0.0"  # noqa: S104 - an inventory value under test; nothing binds
+
+
+class VaultLoader(yaml.SafeLoader):
+    """Reads an inventory's !vault values as a placeholder (the key's value does not matter here)."""
+
+
+VaultLoader.add_constructor("!vault", lambda loader, node: "vaulted-key")
+
+
+def host(**extra):
+    """A serving host that can be scraped from another host: exporters and gateway on every address."""
+    base = {
+        "ansible_host": "192.0.2.10",
+        "exporters_listen_address": EVERY_ADDRESS,
+        "api_gateway_metrics_allow": ["192.0.2.50"],
+        "api_gateway_keys": {"chat": KEY},
+        "volta_instances": [{"name": "chat", "engine": "vllm", "port": 8001, "gpus": [0]}],
+    }
+    base.update(extra)
+    return base
+
+
+def messages(result):
+    return [p["message"] for p in result["problems"]]
+
+
+def test_a_scrapable_host_gives_three_targets():
+    result = m.scrape_targets(["gpu01"], {"gpu01": host()})
+    assert result["problems"] == []
+    assert result["exporters"] == [
+        {"job": "volta-node", "host": "gpu01", "target": "192.0.2.10:9100"},
+        {"job": "volta-gpu", "host": "gpu01", "target": "192.0.2.10:9402"},
+    ]
+    assert result["engines"] == [{"job": "volta-engine", "host": "gpu01", "instance_name": "chat",
+                                  "scheme": "http", "target": "192.0.2.10:8001", "key": KEY}]
+
+
+def test_the_exporters_default_loopback_is_an_error_naming_host_variable_and_fix():
+    hv = host()
+    del hv["exporters_listen_address"]
+    result = m.scrape_targets(["gpu01"], {"gpu01": hv})
+    assert result["exporters"] == []
+    (problem,) = result["problems"]
+    assert problem["host"] == "gpu01" and problem["variable"] == "exporters_listen_address"
+    assert problem["message"].startswith("gpu01: exporters_listen_address: the exporters listen on 127.0.0.1 "
+                                         "(loopback, the default)")
+    assert "Fix: set exporters_listen_address in host_vars/gpu01.yml" in problem["message"]
+    assert "192.0.2.10" in problem["message"] and "9402" in problem["message"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "exporter", "engine"),
+    [
+        ({"exporters_listen_address": "10.1.0.5", "exporters_port": 9500}, "10.1.0.5:9500", "192.0.2.10:8001"),
+        ({"exporters_listen_address": "", "prometheus_scrape_address": "gpu01.mgmt"}, "gpu01.mgmt:9402",
+         "gpu01.mgmt:8001"),
+        ({"api_gateway_listen_address": "10.2.0.5"}, "192.0.2.10:9402", "10.2.0.5:8001"),
+        ({"exporters_listen_address": "2001:db8::5", "ansible_host": None}, "[2001:db8::5]:9402", "gpu01:8001"),
+    ],
+)
+def test_addresses(extra, exporter, engine):
+    result = m.scrape_targets(["gpu01"], {"gpu01": host(**extra)})
+    assert result["problems"] == []
+    assert result["exporters"][1]["target"] == exporter
+    assert result["engines"][0]["target"] == engine
+
+
+@pytest.mark.parametrize(
+    ("extra", "variable", "text"),
+    [
+        ({"api_gateway_listen_address": "127.0.0.1"}, "api_gateway_listen_address", "listens on 127.0.0.1 only"),
+        ({"api_gateway_metrics_allow": []}, "api_gateway_metrics_allow", "answers /metrics with 403"),
+        ({"api_gateway_keys": {}}, "api_gateway_keys", "instance chat has no key"),
+    ],
+)
+def test_gateway_problems(extra, variable, text):
+    result = m.scrape_targets(["gpu01"], {"gpu01": host(**extra)})
+    assert result["engines"] == []
+    (problem,) = result["problems"]
+    assert problem["variable"] == variable
+    assert text in problem["message"] and "Fix:" in problem["message"]
+
+
+def test_keys_tls_disabled_instances_replicas_and_cluster_workers():
+    instances = [
+        {"name": "chat", "port": 8001},
+        {"name": "off", "port": 8002, "enabled": False},
+        {"name": "r1", "port": 8003, "served_model_name": "qwen", "service_port": 8100},
+        {"name": "big", "port": 8004, "cluster": {"members": ["gpu02", "gpu01"], "interface": "eth1"}},
+        {"name": "head", "port": 8005, "cluster": {"members": ["gpu01", "gpu02"], "interface": "eth1"}},
+    ]
+    hv = host(volta_instances=instances, api_gateway_keys={"qwen": "q" * 40}, api_gateway_host_key="h" * 40,
+              api_gateway_tls_certificate="-----BEGIN CERTIFICATE-----")
+    engines = m.scrape_targets(["gpu01"], {"gpu01": hv})["engines"]
+    assert [(e["instance_name"], e["key"][0], e["scheme"]) for e in engines] == [
+        ("chat", "h", "https"), ("r1", "q", "https"), ("head", "h", "https")]
+
+
+def test_a_host_without_instances_has_exporters_only_and_needs_no_gateway_settings():
+    hv = host(volta_instances=[], api_gateway_metrics_allow=[])
+    result = m.scrape_targets(["gpu01"], {"gpu01": hv})
+    assert result["problems"] == [] and result["engines"] == [] and len(result["exporters"]) == 2
+
+
+def test_the_example_inventory_says_what_to_change():
+    # inventories/example as shipped: the exporters on loopback (their default), no metrics network.
+    base = ROOT / "inventories/example"
+    hv = {}
+    for path in ("group_vars/volta/main.yml", "group_vars/volta/vault.yml", "host_vars/gpu01.yml"):
+        hv.update(yaml.load((base / path).read_text(encoding="utf-8"), Loader=VaultLoader) or {})  # noqa: S506
+    hv["ansible_host"] = yaml.safe_load((base / "hosts.yml").read_text(encoding="utf-8"))[
+        "all"]["children"]["volta"]["hosts"]["gpu01"]["ansible_host"]
+    result = m.scrape_targets(["gpu01"], {"gpu01": hv})
+    assert sorted(p["variable"] for p in result["problems"]) == ["api_gateway_metrics_allow",
+                                                                  "exporters_listen_address"]
+    hv.update(exporters_listen_address=EVERY_ADDRESS, api_gateway_metrics_allow=["192.0.2.50/32"])
+    result = m.scrape_targets(["gpu01"], {"gpu01": hv})
+    assert result["problems"] == []
+    assert [e["target"] for e in result["exporters"] + result["engines"]] == [
+        "192.0.2.10:9100", "192.0.2.10:9402", "192.0.2.10:8001"]
