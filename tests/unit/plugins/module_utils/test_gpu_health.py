@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,3 +158,89 @@ def test_sysfs_lists_nvidia_gpu_functions_only(tmp_path):
         (devices / name / "class").write_text(klass + "\n")
     assert sysfs_gpus(str(tmp_path)) == ["0000:03:00.0", "0000:1a:00.0"]
     assert sysfs_gpus(str(tmp_path / "absent")) is None
+
+
+# --------------------------------------------------------------------------- the lab's nvidia-smi stand-in
+
+SIMULATOR = REPO / "tests" / "lab" / "gpu-sim" / "nvidia-smi"
+PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build  (lab)\n"
+
+
+def sim_root(tmp_path, profile, faults=None):
+    root = tmp_path / "root"
+    for rel, text in [("etc/volta-lab/gpu-profile", profile + "\n"),
+                      ("usr/share/volta-lab/gpu-sim/library-version", "580.95.05\n"),
+                      ("var/lib/volta-lab/driver/version", PROPRIETARY)]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    if faults is not None:
+        state = root / "var/lib/volta-lab/gpu-sim/state.json"
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.write_text(json.dumps({"faults": faults}))
+    return root
+
+
+def sim(root, *args):
+    env = {"PATH": "/usr/bin:/bin", "VOLTA_GPU_SIM_ROOT": str(root)}
+    return subprocess.run([sys.executable, str(SIMULATOR), *args], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def sim_health(root):
+    query = sim(root, "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
+    report = sim(root, "-q", "-x")
+    gpus = [{"index": int(i), "pci_bus_id": b.strip()}
+            for i, b in (line.split(",") for line in query.stdout.splitlines())]
+    functions = sysfs_gpus(str(root / "var/lib/volta-lab/gpu-sim/sys"))
+    return build_health(report.returncode, report.stdout, gpus, functions)
+
+
+@pytest.mark.parametrize(("profile", "name", "count"),
+                         [("v100-sxm2-10", "Tesla V100-SXM2-32GB", 10), ("v100-pcie-8", "Tesla V100-PCIE-32GB", 8)])
+def test_simulator_xml_is_healthy_volta(tmp_path, profile, name, count):
+    health = sim_health(sim_root(tmp_path, profile))
+    assert health["status"] == HEALTH_OK, health["message"]
+    assert health["problems"] == [] and health["missing"] == []
+    assert len(health["gpus"]) == count == len(health["pci_functions"])
+    for gpu in health["gpus"]:
+        assert gpu["name"] == name
+        assert gpu["pcie"] == {"gen_current": 3, "gen_max": 3, "width_current": 16, "width_max": 16}
+        assert gpu["retired_pages"] == {"single_bit": 0, "double_bit": 0, "pending": False}
+        assert gpu["remapped_rows"] is None  # Volta has no row remapping
+        assert gpu["ecc"]["volatile"] == {"corrected": 0, "uncorrected": 0}
+        assert gpu["throttle"] == ["gpu_idle"]
+
+
+def test_simulator_faults_reach_the_parser(tmp_path):
+    faults = {"00000000:3D:00.0": {"missing": True},
+              "0000:1b:00.0": {"ecc_volatile_uncorrectable": 2, "pending_retirement": True, "retired_double_bit": 1,
+                               "link_width": 8, "link_gen": 1, "throttle": ["hw_slowdown"]}}
+    health = sim_health(sim_root(tmp_path, "v100-pcie-8", faults))
+    assert health["missing"] == ["0000:3d:00.0"]
+    assert len(health["gpus"]) == 7 and len(health["pci_functions"]) == 8
+    kinds = [(p["kind"], p["index"], p["bus_id"]) for p in health["problems"]]
+    assert kinds == [("ecc-uncorrectable", 1, "00000000:1B:00.0"), ("pending-retirement", 1, "00000000:1B:00.0"),
+                     ("pcie-degraded", 1, "00000000:1B:00.0"), ("throttled", 1, "00000000:1B:00.0"),
+                     ("missing", None, "0000:3d:00.0")]
+    texts = [p["text"] for p in health["problems"]]
+    assert "x8 of x16, Gen1 of Gen3" in texts[2]
+    gpu = health["gpus"][1]
+    assert gpu["failed"] is True and gpu["retired_pages"]["double_bit"] == 1
+    # the GPU after the missing one moves up, as nvidia-smi enumerates
+    assert health["gpus"][2]["bus_id"] == "00000000:3E:00.0" and health["gpus"][2]["index"] == 2
+
+
+@pytest.mark.parametrize(("faults", "message"),
+                         [({"00000000:1A:00.0": {"ecc": 1}}, "unknown fault 'ecc'"),
+                          ({"00000000:1A:00.0": {"link_width": "8"}}, "expected int"),
+                          ({"GPU0": {"missing": True}}, "not a PCI bus id")])
+def test_simulator_refuses_bad_faults(tmp_path, faults, message):
+    result = sim(sim_root(tmp_path, "v100-pcie-8", faults), "-q", "-x")
+    assert result.returncode == 255
+    assert message in result.stderr and "STAND-IN" in result.stderr
+
+
+def test_simulator_xml_needs_q(tmp_path):
+    result = sim(sim_root(tmp_path, "v100-pcie-8"), "-x")
+    assert result.returncode == 2
+    assert "Invalid combination of input arguments" in result.stdout
