@@ -145,3 +145,38 @@ def scrape_targets(hosts, hostvars):
             out[kind] += targets
             out["problems"] += problems
     return out
+
+
+def key_file(key_dir, target):
+    """The file the monitoring host keeps an engine target's key in (0600, read by Prometheus)."""
+    return f"{key_dir}/{target['host']}-{target['instance_name']}.key"
+
+
+def _static(target, **labels):
+    return [{"targets": [target["target"]], "labels": {"host": target["host"], **labels}}]
+
+
+def scrape_configs(targets, key_dir, ca_file="", self_target="localhost:9090"):
+    """prometheus.yml's scrape_configs for *targets* (``scrape_targets()``), keys as credentials files.
+
+    Prometheus wants one job_name per scrape configuration and each engine has its own key, so each
+    engine gets its own configuration, named after host and instance, and its job label is set to
+    volta-engine by relabelling (the label the alert rules and the dashboard use).
+    """
+    configs = [{"job_name": "prometheus", "static_configs": [{"targets": [self_target]}]}]
+    for kind in ("node", "gpu"):
+        configs.append({"job_name": JOBS[kind], "static_configs": [
+            s for t in targets["exporters"] if t["job"] == JOBS[kind] for s in _static(t)]})
+    for target in targets["engines"]:
+        config = {
+            "job_name": f"{JOBS['engine']}-{target['host']}-{target['instance_name']}",
+            "scheme": target["scheme"],
+            "metrics_path": "/metrics",
+            "authorization": {"type": "Bearer", "credentials_file": key_file(key_dir, target)},
+            "static_configs": _static(target, instance_name=target["instance_name"]),
+            "relabel_configs": [{"target_label": "job", "replacement": JOBS["engine"]}],
+        }
+        if target["scheme"] == "https" and ca_file:
+            config["tls_config"] = {"ca_file": ca_file}
+        configs.append(config)
+    return configs

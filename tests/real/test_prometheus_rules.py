@@ -100,3 +100,46 @@ def test_every_alert_names_host_severity_and_gpu(alert):
     assert "$labels.host" in text
     if "gpu" in alert["annotations"]["summary"].lower() and "$labels.gpu" in text:
         assert "$labels.bus_id" in text
+
+
+def _render_config(tmp_path, **overrides):
+    """roles/prometheus's prometheus.yml for one scrapable host, its rule and key paths under *tmp_path*."""
+    from ansible.template import Templar, trust_as_template
+    from ansible_collections.volta.serving.plugins.module_utils import _monitoring
+
+    role = ROOT / "roles/prometheus"
+    variables = {**yaml.safe_load((role / "defaults/main.yml").read_text(encoding="utf-8")),
+                 **yaml.safe_load((role / "vars/main.yml").read_text(encoding="utf-8")),
+                 "ansible_managed": "Ansible managed", **overrides}
+    variables.update(__prometheus_rules=str(tmp_path / "volta-alerts.yml"), __prometheus_key_dir=str(tmp_path))
+    hostvars = {"gpu01": {"ansible_host": "192.0.2.10", "exporters_listen_address": "0.0.0.0",  # noqa: S104
+                          "api_gateway_metrics_allow": ["192.0.2.50"], "api_gateway_keys": {"chat": "k" * 40},
+                          "volta_instances": [{"name": "chat", "port": 8001}]}}
+    targets = _monitoring.scrape_targets(["gpu01"], hostvars)
+    variables["__prometheus_scrape"] = {"scrape_configs": _monitoring.scrape_configs(targets, str(tmp_path))}
+    text = (role / "templates/prometheus.yml.j2").read_text(encoding="utf-8")
+    out = tmp_path / "prometheus.yml"
+    out.write_text(Templar(loader=None, variables=variables).template(trust_as_template(text)), encoding="utf-8")
+    return out
+
+
+def test_rendered_configuration_passes_promtool_check_config(promtool, tmp_path):
+    config = _render_config(tmp_path, prometheus_alertmanagers=["192.0.2.60:9093"])
+    # As the role orders it: the rules and the key file exist before the configuration is checked.
+    shutil.copy(RULES, tmp_path / "volta-alerts.yml")
+    (tmp_path / "gpu01-chat.key").write_text("k" * 40, encoding="utf-8")
+    proc = promtool_run(promtool, "check", "config", str(config))
+    assert proc.returncode == 0, proc.stdout + proc.stderr + config.read_text(encoding="utf-8")
+    parsed = yaml.safe_load(config.read_text(encoding="utf-8"))
+    assert [c["job_name"] for c in parsed["scrape_configs"]] == [
+        "prometheus", "volta-node", "volta-gpu", "volta-engine-gpu01-chat"]
+    assert "k" * 40 not in config.read_text(encoding="utf-8")
+
+
+def test_promtool_check_config_needs_the_key_file_first(promtool, tmp_path):
+    # Why the role writes the keys (and the rules) before prometheus.yml: promtool stats them.
+    config = _render_config(tmp_path)
+    shutil.copy(RULES, tmp_path / "volta-alerts.yml")
+    proc = promtool_run(promtool, "check", "config", str(config))
+    assert proc.returncode != 0
+    assert "gpu01-chat.key" in proc.stdout + proc.stderr

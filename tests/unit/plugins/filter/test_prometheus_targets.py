@@ -24,3 +24,15 @@ def test_filter_through_jinja_one_good_host_one_on_loopback():
     result = templar.template(trust_as_template("{{ hosts | prometheus_targets(hv) }}"))
     assert [t["target"] for t in result["exporters"]] == ["192.0.2.10:9100", "192.0.2.10:9402"]
     assert [(p["host"], p["variable"]) for p in result["problems"]] == [("gpu02", "exporters_listen_address")]
+
+
+def test_scrape_configs_filter_gives_key_files_apart_from_the_configuration():
+    from ansible_collections.volta.serving.plugins.filter import prometheus_scrape_configs as scrape
+
+    assert scrape.FilterModule().filters() == {"prometheus_scrape_configs": scrape.prometheus_scrape_configs}
+    assert yaml.safe_load(scrape.DOCUMENTATION)["name"] == "prometheus_scrape_configs"
+    targets = {"exporters": [], "engines": [{"job": "volta-engine", "host": "gpu01", "instance_name": "chat",
+                                             "scheme": "http", "target": "192.0.2.10:8001", "key": "s" * 40}]}
+    out = scrape.prometheus_scrape_configs(targets, "/etc/prometheus/volta/keys")
+    assert out["key_files"] == [{"path": "/etc/prometheus/volta/keys/gpu01-chat.key", "key": "s" * 40}]
+    assert "s" * 40 not in repr(out["scrape_configs"])

@@ -133,3 +133,17 @@ def test_the_example_inventory_says_what_to_change():
     assert result["problems"] == []
     assert [e["target"] for e in result["exporters"] + result["engines"]] == [
         "192.0.2.10:9100", "192.0.2.10:9402", "192.0.2.10:8001"]
+
+
+def test_scrape_configs_one_per_engine_with_its_key_file_and_job_volta_engine():
+    targets = m.scrape_targets(["gpu01"], {"gpu01": host(api_gateway_tls_certificate="PEM")})
+    configs = m.scrape_configs(targets, "/etc/prometheus/volta/keys", ca_file="/etc/prometheus/volta/gateway-ca.pem")
+    assert [c["job_name"] for c in configs] == ["prometheus", "volta-node", "volta-gpu", "volta-engine-gpu01-chat"]
+    assert configs[2]["static_configs"] == [{"targets": ["192.0.2.10:9402"], "labels": {"host": "gpu01"}}]
+    engine = configs[3]
+    assert engine["authorization"] == {"type": "Bearer",
+                                       "credentials_file": "/etc/prometheus/volta/keys/gpu01-chat.key"}
+    assert engine["relabel_configs"] == [{"target_label": "job", "replacement": "volta-engine"}]
+    assert engine["static_configs"][0]["labels"] == {"host": "gpu01", "instance_name": "chat"}
+    assert engine["scheme"] == "https" and engine["tls_config"] == {"ca_file": "/etc/prometheus/volta/gateway-ca.pem"}
+    assert KEY not in repr(configs)  # the key goes to its file, never into prometheus.yml
