@@ -30,6 +30,7 @@ from ansible_collections.volta.serving.plugins.module_utils._cluster import (
 from ansible_collections.volta.serving.plugins.module_utils._cluster import role as cluster_role
 from ansible_collections.volta.serving.plugins.module_utils._example_keys import check_example_keys
 from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
+from ansible_collections.volta.serving.plugins.module_utils._health_rules import check_gpu_health
 from ansible_collections.volta.serving.plugins.module_utils._inputs import (
     check_engines_root,
     check_instance_text,
@@ -832,6 +833,7 @@ def _check_all(normalised, ctx, server, gpu_facts):
     findings += check_platform(checked, ctx)
     findings += check_ram(checked, ctx)
     findings += check_gpu_facts(gpu_facts, server, ctx)
+    findings += check_gpu_health(gpu_facts, server, normalised, ctx)
     ports = [inst[f] for inst in normalised for f in ("port", "backend_port", "service_port") if inst.get(f)]
     for inst in checked:
         if inst.get("cluster"):

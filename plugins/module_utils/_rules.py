@@ -181,6 +181,13 @@ RULES = {
     "python-unsupported": (ERROR, False, "an engine interpreter outside the engine's Requires-Python"),
     "platform-unchecked": (WARNING, False, "a platform requirement not checked (the host was not read)"),
     "gpu-facts-mismatch": (ERROR, False, "volta_server differs from the GPUs found on the host"),
+    # GPU health (_health_rules.py, from the health section of the volta_gpu fact)
+    "gpu-missing": (ERROR, False, "fewer GPUs than volta_server.gpu_count, or a GPU in sysfs nvidia-smi lacks"),
+    "gpu-pending-retirement": (ERROR, False, "a GPU with memory pages waiting for retirement (reboot first)"),
+    "gpu-ecc-uncorrectable": (ERROR, False, "a GPU with uncorrectable volatile ECC errors"),
+    "instance-on-failed-gpu": (ERROR, False, "an enabled instance on a GPU the health facts mark failed"),
+    "pcie-link-degraded": (WARNING, False, "a GPU's PCIe link trained below its maximum width or generation"),
+    "gpu-throttled": (WARNING, False, "hardware slowdown, thermal or power-brake throttling active"),
     "cluster-invalid": (ERROR, False, "a cluster field that is not {members: [2+ hosts], interface: name}"),
     "cluster-not-member": (ERROR, False, "a host that declares a cluster instance but is not one of its members"),
     "cluster-member-unknown": (ERROR, False, "a cluster member not in the inventory or not in this run"),

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.volta.serving.plugins.module_utils._cluster import CLUSTER_RULES
+from ansible_collections.volta.serving.plugins.module_utils._health_rules import HEALTH_RULES
 from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
 from ansible_collections.volta.serving.plugins.module_utils._model_rules import MODEL_RULES
 from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
@@ -492,7 +493,8 @@ def test_rule_fires_with_host_instance_field(server, instances, settings, rule, 
 def test_every_rule_has_a_test_case():
     # The model rules (_model_rules.MODEL_RULES) have theirs in test_model_rules.py.
     # The multi-host rules (_cluster.CLUSTER_RULES) have theirs in test_cluster.py.
-    tested = {case[4] for case in INVALID} | set(MODEL_RULES) | set(CLUSTER_RULES)
+    # The GPU health rules (_health_rules.HEALTH_RULES) have theirs in test_health_rules.py.
+    tested = {case[4] for case in INVALID} | set(MODEL_RULES) | set(CLUSTER_RULES) | set(HEALTH_RULES)
     assert set(RULES) - tested == set()
 
 
