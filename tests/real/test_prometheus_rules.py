@@ -143,3 +143,39 @@ def test_promtool_check_config_needs_the_key_file_first(promtool, tmp_path):
     proc = promtool_run(promtool, "check", "config", str(config))
     assert proc.returncode != 0
     assert "gpu01-chat.key" in proc.stdout + proc.stderr
+
+
+DASHBOARD = ROOT / "roles/prometheus/files/volta-dashboard.json"
+
+
+def _dashboard_exprs():
+    import json
+
+    def walk(items):
+        for panel in items:
+            yield from (t["expr"] for t in panel.get("targets", []))
+            yield from walk(panel.get("panels", []))
+
+    return list(walk(json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]))
+
+
+def test_dashboard_expressions_parse_with_promtool(promtool, tmp_path):
+    # Grafana's variables replaced the way Grafana does at query time; each expression as a recording rule.
+    rules = [{"record": f"volta:dashboard_{i}", "expr": e.replace("$__rate_interval", "5m").replace("$host", ".*")
+              .replace("$gpu", ".*").replace("$instance_name", ".*")} for i, e in enumerate(_dashboard_exprs())]
+    (tmp_path / "d.yml").write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}),
+                                    encoding="utf-8")
+    proc = promtool_run(promtool, "check", "rules", str(tmp_path / "d.yml"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"SUCCESS: {len(rules)} rules found" in proc.stdout
+
+
+def test_dashboard_vllm_metrics_exist_in_vllm_0_21_0():
+    # vllm/v1/metrics/loggers.py of the real 0.21.0 wheel names each metric; prometheus_client adds
+    # _total to counters and _bucket/_sum/_count to histograms.
+    loggers = artifacts.member(artifacts.fetch("vllm", "0.21.0"), "vllm/v1/metrics/loggers.py").decode("utf-8")
+    defined = set(re.findall(r'"(vllm:[a-z0-9_]+)"', loggers))
+    used = {m for e in _dashboard_exprs() for m in re.findall(r"vllm:[a-z0-9_]+", e)}
+    assert used
+    base = {re.sub(r"_(total|bucket|sum|count)$", "", m) for m in used}
+    assert base - defined == set()
