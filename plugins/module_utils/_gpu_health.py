@@ -325,3 +325,32 @@ def build_health(xml_rc, xml_output, query_gpus, pci_functions):
     message = f"{len(gpus)} GPU(s) read, {len(problems)} problem(s)"
     return {"status": HEALTH_OK, "message": message, "gpus": gpus, "pci_functions": pci_functions,
             "missing": missing, "problems": problems}
+
+
+def _known(value):
+    return "?" if value is None else value
+
+
+def health_line(gpu):
+    """One short status line of a parsed GPU: index, bus id, ECC, retired/pending, link, throttle."""
+    volatile = ((gpu.get("ecc") or {}).get("volatile") or {}).get("uncorrected")
+    pages = gpu.get("retired_pages") or {}
+    pcie = gpu.get("pcie") or {}
+    hot = [reason for reason in gpu.get("throttle") or [] if reason != "gpu_idle"]
+    return (f"GPU {gpu.get('index')} {gpu.get('bus_id')}: ECC uncorrected {_known(volatile)}, "
+            f"retired {_known(pages.get('single_bit'))}+{_known(pages.get('double_bit'))}"
+            f"{' PENDING' if pages.get('pending') else ''}, "
+            f"PCIe Gen{_known(pcie.get('gen_current'))}/{_known(pcie.get('gen_max'))} "
+            f"x{_known(pcie.get('width_current'))}/{_known(pcie.get('width_max'))}, "
+            f"throttle {','.join(hot) or 'none'}{', FAILED' if gpu.get('failed') else ''}")
+
+
+def health_lines(facts):
+    """The status lines of the volta_gpu fact's health: one per GPU, one per lost GPU, or why it is unknown."""
+    health = (facts or {}).get("health") if isinstance(facts, dict) else None
+    if not isinstance(health, dict):
+        return ["health not read"]
+    if health.get("status") != HEALTH_OK:
+        return [f"health unknown: {health.get('message')}"]
+    return ([health_line(gpu) for gpu in health.get("gpus") or []]
+            + [f"PCI {address}: in sysfs, not listed by nvidia-smi (lost)" for address in health.get("missing") or []])

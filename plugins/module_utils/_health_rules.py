@@ -127,21 +127,3 @@ def check_gpu_health(facts, server, instances, ctx):
         ))
     return out
 
-
-def health_line(gpu):
-    """One short status line of a GPU of the health section (playbooks/status.yml)."""
-    ecc = gpu.get("ecc") or {}
-    volatile = (ecc.get("volatile") or {}).get("uncorrected")
-    pages = gpu.get("retired_pages") or {}
-    pcie = gpu.get("pcie") or {}
-    hot = [reason for reason in gpu.get("throttle") or [] if reason != "gpu_idle"]
-
-    def known(value):
-        return "?" if value is None else value
-
-    return (f"GPU {gpu.get('index')} {gpu.get('bus_id')}: ECC uncorrected {known(volatile)}, "
-            f"retired {known(pages.get('single_bit'))}+{known(pages.get('double_bit'))}"
-            f"{' PENDING' if pages.get('pending') else ''}, "
-            f"PCIe Gen{known(pcie.get('gen_current'))}/{known(pcie.get('gen_max'))} "
-            f"x{known(pcie.get('width_current'))}/{known(pcie.get('width_max'))}, "
-            f"throttle {','.join(hot) or 'none'}{', FAILED' if gpu.get('failed') else ''}")

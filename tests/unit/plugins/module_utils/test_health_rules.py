@@ -15,12 +15,16 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import QUERY_ARGS, TOPO_ARGS, build_facts
-from ansible_collections.volta.serving.plugins.module_utils._gpu_health import XML_ARGS, build_health, sysfs_gpus
+from ansible_collections.volta.serving.plugins.module_utils._gpu_health import (
+    XML_ARGS,
+    build_health,
+    health_lines,
+    sysfs_gpus,
+)
 from ansible_collections.volta.serving.plugins.module_utils._health_rules import (
     HEALTH_RULES,
     check_gpu_health,
     failed_gpus,
-    health_line,
 )
 from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
 from ansible_collections.volta.serving.plugins.module_utils._rules import RULES
@@ -145,8 +149,18 @@ def test_missing_without_sysfs_still_refuses_the_count(tmp_path):
 def test_health_line(tmp_path):
     facts = lab_facts(tmp_path, {"00000000:1B:00.0": {"pending_retirement": True, "retired_double_bit": 2,
                                                        "link_gen": 1, "throttle": ["hw_slowdown"]}})
-    lines = [health_line(g) for g in facts["health"]["gpus"]]
+    lines = health_lines(facts)
     assert lines[0] == ("GPU 0 00000000:1A:00.0: ECC uncorrected 0, retired 0+0, PCIe Gen3/3 x16/16, "
                         "throttle none")
     assert lines[1] == ("GPU 1 00000000:1B:00.0: ECC uncorrected 0, retired 0+2 PENDING, PCIe Gen1/3 x16/16, "
                         "throttle hw_slowdown, FAILED")
+
+
+def test_health_lines_name_lost_gpus_and_unknown_health(tmp_path):
+    facts = lab_facts(tmp_path, {"00000000:3D:00.0": {"missing": True}})
+    lines = health_lines(facts)
+    assert len(lines) == 8
+    assert lines[-1] == "PCI 0000:3d:00.0: in sysfs, not listed by nvidia-smi (lost)"
+    assert health_lines({"status": "ok"}) == ["health not read"]
+    assert health_lines({"health": {"status": "unknown", "message": "nvidia-smi -q -x failed with rc=2: 'x'"}}) == [
+        "health unknown: nvidia-smi -q -x failed with rc=2: 'x'"]
