@@ -30,10 +30,10 @@ CONTRACT_METRICS = frozenset((
     "volta_gpu_nvlink_errors", "volta_gpu_pcie_link_generation", "volta_gpu_pcie_link_width",
     "volta_gateway_responses_total",
 ))
-# The exporters role's defaults (roles/exporters): loopback, so nothing is exposed until asked.
-EXPORTERS_DEFAULTS = {"exporters_listen_address": "127.0.0.1", "exporters_port": 9402}
-# node_exporter listens on the exporters' address, on its own port (the metric contract).
-NODE_EXPORTER_PORT = 9100
+# The exporters role's defaults (roles/exporters/defaults/main.yml): loopback, so nothing is exposed
+# until asked; node_exporter listens on the same address, on its own port.
+EXPORTERS_DEFAULTS = {"exporters_listen_address": "127.0.0.1", "exporters_port": 9402,
+                      "exporters_node_exporter_port": 9100, "exporters_node_exporter_enabled": True}
 
 
 def _problem(host, variable, text, fix):
@@ -60,23 +60,37 @@ def _address(host, hv):
     return str(hv.get("prometheus_scrape_address") or hv.get("ansible_host") or host)
 
 
+def _setting(hv, name):
+    return hv.get(name, EXPORTERS_DEFAULTS[name])
+
+
+def _firewall_problems(host, hv, ports):
+    """The firewall role (on unless firewall_enabled: false) lets scrapers in from firewall_metrics_cidrs only."""
+    if hv.get("firewall_enabled", True) is False or hv.get("firewall_metrics_cidrs"):
+        return []
+    return [_problem(host, "firewall_metrics_cidrs",
+                     f"is empty: the firewall of {host} drops the scrapes of ports {', '.join(map(str, ports))}.",
+                     f"add the monitoring host's address (or its network) to firewall_metrics_cidrs of {host}.")]
+
+
 def exporter_targets(host, hv):
     """``(targets, problems)``: the host's node_exporter and volta-exporter targets."""
-    listen = hv.get("exporters_listen_address", EXPORTERS_DEFAULTS["exporters_listen_address"])
-    port = hv.get("exporters_port", EXPORTERS_DEFAULTS["exporters_port"])
+    listen, port = _setting(hv, "exporters_listen_address"), _setting(hv, "exporters_port")
+    node = _setting(hv, "exporters_node_exporter_port") if _setting(hv, "exporters_node_exporter_enabled") else None
+    ports = [p for p in (port, node) if p is not None]
     if _is_loopback(listen):
         return [], [_problem(
             host, "exporters_listen_address",
             f"the exporters listen on {listen} (loopback{', the default' if listen == '127.0.0.1' else ''}): "
             "Prometheus on another host cannot scrape them.",
             f"set exporters_listen_address in host_vars/{host}.yml to an address of {host} that the monitoring "
-            f"host reaches (for example {_address(host, hv)}), and let the firewall pass ports {port} and "
-            f"{NODE_EXPORTER_PORT} from the monitoring host.")]
+            f"host reaches (for example {_address(host, hv)}), and the monitoring host's address in "
+            f"firewall_metrics_cidrs (ports {', '.join(map(str, ports))}).")]
     address = _address(host, hv) if _wildcard(listen) else str(listen)
-    return [
-        {"job": JOBS["node"], "host": host, "target": _hostport(address, NODE_EXPORTER_PORT)},
-        {"job": JOBS["gpu"], "host": host, "target": _hostport(address, port)},
-    ], []
+    targets = [{"job": JOBS["gpu"], "host": host, "target": _hostport(address, port)}]
+    if node is not None:
+        targets.insert(0, {"job": JOBS["node"], "host": host, "target": _hostport(address, node)})
+    return targets, _firewall_problems(host, hv, ports)
 
 
 def _served_here(host, inst):

@@ -114,6 +114,7 @@ def _render_config(tmp_path, **overrides):
     variables.update(__prometheus_rules=str(tmp_path / "volta-alerts.yml"), __prometheus_key_dir=str(tmp_path))
     hostvars = {"gpu01": {"ansible_host": "192.0.2.10", "exporters_listen_address": "0.0.0.0",  # noqa: S104
                           "api_gateway_metrics_allow": ["192.0.2.50"], "api_gateway_keys": {"chat": "k" * 40},
+                          "firewall_metrics_cidrs": ["192.0.2.50/32"],
                           "volta_instances": [{"name": "chat", "port": 8001}]}}
     targets = _monitoring.scrape_targets(["gpu01"], hostvars)
     variables["__prometheus_scrape"] = {"scrape_configs": _monitoring.scrape_configs(targets, str(tmp_path))}

@@ -16,7 +16,8 @@ def test_filter_is_registered_under_its_documented_name():
 
 def test_filter_through_jinja_one_good_host_one_on_loopback():
     hostvars = {
-        "gpu01": {"ansible_host": "192.0.2.10", "exporters_listen_address": "192.0.2.10", "volta_instances": []},
+        "gpu01": {"ansible_host": "192.0.2.10", "exporters_listen_address": "192.0.2.10", "volta_instances": [],
+                  "firewall_metrics_cidrs": ["192.0.2.50/32"]},
         "gpu02": {"ansible_host": "192.0.2.11", "volta_instances": []},
     }
     templar = Templar(loader=None, variables={"hosts": ["gpu01", "gpu02"], "hv": hostvars})

@@ -28,6 +28,7 @@ def host(**extra):
         "ansible_host": "192.0.2.10",
         "exporters_listen_address": EVERY_ADDRESS,
         "api_gateway_metrics_allow": ["192.0.2.50"],
+        "firewall_metrics_cidrs": ["192.0.2.50/32"],
         "api_gateway_keys": {"chat": KEY},
         "volta_instances": [{"name": "chat", "engine": "vllm", "port": 8001, "gpus": [0]}],
     }
@@ -111,6 +112,23 @@ def test_keys_tls_disabled_instances_replicas_and_cluster_workers():
         ("chat", "h", "https"), ("r1", "q", "https"), ("head", "h", "https")]
 
 
+@pytest.mark.parametrize(
+    ("extra", "jobs", "problems"),
+    [
+        ({"exporters_node_exporter_port": 9101}, ["volta-node:9101", "volta-gpu:9402"], []),
+        ({"exporters_node_exporter_enabled": False}, ["volta-gpu:9402"], []),
+        ({"firewall_metrics_cidrs": []}, ["volta-node:9100", "volta-gpu:9402"], ["firewall_metrics_cidrs"]),
+        ({"firewall_metrics_cidrs": [], "firewall_enabled": False}, ["volta-node:9100", "volta-gpu:9402"], []),
+    ],
+)
+def test_node_exporter_port_and_firewall(extra, jobs, problems):
+    result = m.scrape_targets(["gpu01"], {"gpu01": host(**extra)})
+    assert [f"{t['job']}:{t['target'].rsplit(':', 1)[1]}" for t in result["exporters"]] == jobs
+    assert [p["variable"] for p in result["problems"]] == problems
+    if problems:
+        assert "drops the scrapes of ports 9402, 9100" in result["problems"][0]["message"]
+
+
 def test_a_host_without_instances_has_exporters_only_and_needs_no_gateway_settings():
     hv = host(volta_instances=[], api_gateway_metrics_allow=[])
     result = m.scrape_targets(["gpu01"], {"gpu01": hv})
@@ -129,6 +147,9 @@ def test_the_example_inventory_says_what_to_change():
     assert sorted(p["variable"] for p in result["problems"]) == ["api_gateway_metrics_allow",
                                                                   "exporters_listen_address"]
     hv.update(exporters_listen_address=EVERY_ADDRESS, api_gateway_metrics_allow=["192.0.2.50/32"])
+    result = m.scrape_targets(["gpu01"], {"gpu01": hv})
+    assert [p["variable"] for p in result["problems"]] == ["firewall_metrics_cidrs"]
+    hv.update(firewall_metrics_cidrs=["192.0.2.50/32"])
     result = m.scrape_targets(["gpu01"], {"gpu01": hv})
     assert result["problems"] == []
     assert [e["target"] for e in result["exporters"] + result["engines"]] == [
