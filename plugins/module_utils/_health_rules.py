@@ -126,4 +126,3 @@ def check_gpu_health(facts, server, instances, ctx):
             "enabled: false on it.",
         ))
     return out
-

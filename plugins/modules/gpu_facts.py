@@ -245,21 +245,44 @@ ansible_facts:
         health:
           description:
             - GPU health from C(nvidia-smi -q -x) and sysfs (parsed by C(plugins/module_utils/_gpu_health.py)).
-            - C(status) V(ok) or V(unknown) (not read: no GPU listed, or no XML report) and C(message).
-            - C(gpus), one per GPU in nvidia-smi order, each with C(index), C(bus_id), C(pci_address)
-              (sysfs form), C(name), C(ecc) (C(mode), C(volatile) and C(aggregate) C(corrected)/C(uncorrected)),
-              C(retired_pages) (C(single_bit), C(double_bit), C(pending)), C(remapped_rows) (V(null) on
-              Volta), C(pcie) (C(gen_current), C(gen_max), C(width_current), C(width_max)), C(throttle)
-              (active reasons), C(temperature_c), C(power_draw_w), C(power_limit_w) and C(failed); a value
-              nvidia-smi prints as N/A is V(null).
-            - C(pci_functions), the NVIDIA GPU addresses in sysfs (V(null) when unreadable), C(missing), those
-              nvidia-smi does not list, and C(problems), each with C(kind) (V(ecc-uncorrectable),
-              V(pending-retirement), V(missing), V(pcie-degraded), V(throttled)), C(state) (V(failed) or
-              V(degraded)), C(index), C(bus_id) and C(text).
+            - A value nvidia-smi prints as N/A (or Not Supported) is V(null).
           type: dict
           returned: always
-          sample: {status: ok, message: 8 GPU(s) read, 0 problem(s), gpus: [], pci_functions: [], missing: [],
-                   problems: []}
+          contains:
+            status:
+              description: V(ok), or V(unknown) when not read (no GPU listed, or an nvidia-smi without the XML report).
+              type: str
+              sample: ok
+            message:
+              description: One line; why health is unknown, or how many GPUs and problems were read.
+              type: str
+              sample: 8 GPU(s) read, 0 problem(s)
+            gpus:
+              description:
+                - One per GPU in nvidia-smi order, each with C(index), C(bus_id), C(pci_address) (sysfs form),
+                  C(name), C(ecc) (C(mode), C(volatile) and C(aggregate) with C(corrected) and C(uncorrected)),
+                  C(retired_pages) (C(single_bit), C(double_bit), C(pending)), C(remapped_rows) (V(null) on
+                  Volta, which has none), C(pcie) (C(gen_current), C(gen_max), C(width_current), C(width_max)),
+                  C(throttle) (the active reasons), C(temperature_c), C(power_draw_w), C(power_limit_w) and
+                  C(failed).
+              type: list
+              elements: dict
+            pci_functions:
+              description: The NVIDIA GPU functions in O(sysfs_root), as C(0000:1a:00.0); V(null) when unreadable.
+              type: list
+              elements: str
+              sample: ["0000:1a:00.0", "0000:1b:00.0"]
+            missing:
+              description: The functions of RV(ansible_facts.volta_gpu.health.pci_functions) that nvidia-smi does not list.
+              type: list
+              elements: str
+              sample: []
+            problems:
+              description:
+                - Each with C(kind) (V(ecc-uncorrectable), V(pending-retirement), V(missing), V(pcie-degraded),
+                  V(throttled)), C(state) (V(failed) or V(degraded)), C(index), C(bus_id) and C(text).
+              type: list
+              elements: dict
 pci_functions:
   description: The number of PCI functions of O(pci_vendor).
   type: int

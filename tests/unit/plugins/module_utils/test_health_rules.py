@@ -147,9 +147,8 @@ def test_missing_without_sysfs_still_refuses_the_count(tmp_path):
 
 
 def test_health_line(tmp_path):
-    facts = lab_facts(tmp_path, {"00000000:1B:00.0": {"pending_retirement": True, "retired_double_bit": 2,
-                                                       "link_gen": 1, "throttle": ["hw_slowdown"]}})
-    lines = health_lines(facts)
+    fault = {"pending_retirement": True, "retired_double_bit": 2, "link_gen": 1, "throttle": ["hw_slowdown"]}
+    lines = health_lines(lab_facts(tmp_path, {"00000000:1B:00.0": fault}))
     assert lines[0] == ("GPU 0 00000000:1A:00.0: ECC uncorrected 0, retired 0+0, PCIe Gen3/3 x16/16, "
                         "throttle none")
     assert lines[1] == ("GPU 1 00000000:1B:00.0: ECC uncorrected 0, retired 0+2 PENDING, PCIe Gen1/3 x16/16, "
