@@ -273,7 +273,8 @@ ansible_facts:
               elements: str
               sample: ["0000:1a:00.0", "0000:1b:00.0"]
             missing:
-              description: The functions of RV(ansible_facts.volta_gpu.health.pci_functions) that nvidia-smi does not list.
+              description:
+                - The functions of RV(ansible_facts.volta_gpu.health.pci_functions) that nvidia-smi does not list.
               type: list
               elements: str
               sample: []
