@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """volta-exporter: per-host GPU, Xid and gateway metrics for Prometheus (docs/operations.md).
 
 Reads the GPUs through NVML (the ``nvidia-ml-py`` bindings, module ``pynvml``), never by parsing

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Writes the state file of the NVML stand-in (nvml_sim.c) from a GPU simulator profile.
 
 STAND-IN data: the per-GPU values come from tests/lab/gpu-sim/profiles.json (NVIDIA's published V100
