@@ -383,9 +383,13 @@ class KmsgFollower:
                 raise
             if not record:
                 return lines
-            # "prio,seq,usec,flags[,..];message\n" then continuation lines " KEY=value"
-            _head, _sep, message = record.decode("utf-8", "replace").partition(";")
-            lines.append(message.split("\n", 1)[0])
+            lines.append(kmsg_message(record))
+
+
+def kmsg_message(record):
+    """The message of one /dev/kmsg record: "prio,seq,usec,flags[,...];message\\n" then " KEY=value" lines."""
+    _head, _sep, message = record.decode("utf-8", "replace").partition(";")
+    return message.split("\n", 1)[0]
 
 
 def kernel_follower(path):

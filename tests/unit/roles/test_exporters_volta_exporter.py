@@ -317,6 +317,12 @@ def test_log_counters_count_xids_by_gpu_and_responses_by_instance(tmp_path):
     assert value(samples, "volta_gateway_responses_total", instance_name="code", code="429") == 1
 
 
+def test_kmsg_record_message():
+    record = (b"4,1234,98765432,-,caller=T42;NVRM: Xid (PCI:0000:1a:00): 79, pid=7, GPU has fallen off the bus.\n"
+              b" SUBSYSTEM=pci\n DEVICE=+pci:0000:1a:00.0\n")
+    assert vx.parse_xid(vx.kmsg_message(record)) == ("00000000:1A:00.0", "79")
+
+
 def test_every_emitted_name_is_in_the_contract_table():
     doc = (ROOT / "docs/operations.md").read_text(encoding="utf-8")
     for name in vx.METRICS:
