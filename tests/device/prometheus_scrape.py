@@ -97,7 +97,7 @@ def configure(out):
 
 
 def wait_ready(proc):
-    for _ in range(60):
+    for _attempt in range(60):
         if proc.poll() is not None:
             raise SystemExit(f"prometheus exited {proc.returncode}")
         try:

@@ -144,8 +144,8 @@ def test_the_example_inventory_says_what_to_change():
     hv["ansible_host"] = yaml.safe_load((base / "hosts.yml").read_text(encoding="utf-8"))[
         "all"]["children"]["volta"]["hosts"]["gpu01"]["ansible_host"]
     result = m.scrape_targets(["gpu01"], {"gpu01": hv})
-    assert sorted(p["variable"] for p in result["problems"]) == ["api_gateway_metrics_allow",
-                                                                  "exporters_listen_address"]
+    variables = sorted(p["variable"] for p in result["problems"])
+    assert variables == ["api_gateway_metrics_allow", "exporters_listen_address"]
     hv.update(exporters_listen_address=EVERY_ADDRESS, api_gateway_metrics_allow=["192.0.2.50/32"])
     result = m.scrape_targets(["gpu01"], {"gpu01": hv})
     assert [p["variable"] for p in result["problems"]] == ["firewall_metrics_cidrs"]
