@@ -244,3 +244,13 @@ def test_simulator_xml_needs_q(tmp_path):
     result = sim(sim_root(tmp_path, "v100-pcie-8"), "-x")
     assert result.returncode == 2
     assert "Invalid combination of input arguments" in result.stdout
+
+
+def test_simulator_answers_where_it_cannot_write_the_fake_sysfs(tmp_path):
+    root = sim_root(tmp_path, "v100-pcie-8")
+    blocker = root / "var/lib/volta-lab/gpu-sim/sys"
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("a file where the tree would go\n")
+    result = sim(root, "-q", "-x")
+    assert result.returncode == 0, result.stderr
+    assert len(parse_health_xml(result.stdout)) == 8
