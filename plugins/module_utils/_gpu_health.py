@@ -244,7 +244,9 @@ def sysfs_gpus(sysfs_root="/sys"):
     """The PCI addresses of NVIDIA GPU functions under *sysfs_root*/bus/pci/devices, sorted.
 
     A function counts when its ``vendor`` is 0x10de and its ``class`` starts 0x0300 or 0x0302 (the
-    boards' HDMI audio or USB functions do not). None when the directory cannot be read.
+    boards' HDMI audio or USB functions do not), and it is bound to the ``nvidia`` driver or to none (a GPU
+    the driver lost or could not take). One bound to another driver (``vfio-pci`` for a virtual machine,
+    ``nouveau``) is not this host's CUDA GPU. None when the directory cannot be read.
     """
     devices = os.path.join(sysfs_root, "bus", "pci", "devices")
     try:
@@ -255,7 +257,9 @@ def sysfs_gpus(sysfs_root="/sys"):
     for name in names:
         vendor = _read(os.path.join(devices, name, "vendor"))
         klass = _read(os.path.join(devices, name, "class")) or ""
-        if vendor == NVIDIA_VENDOR and klass.startswith(GPU_CLASS_PREFIXES):
+        driver = os.path.join(devices, name, "driver")
+        bound = os.path.basename(os.path.realpath(driver)) if os.path.lexists(driver) else None
+        if vendor == NVIDIA_VENDOR and klass.startswith(GPU_CLASS_PREFIXES) and bound in (None, "nvidia"):
             found.append(normalise_bus_id(name) or name)
     return sorted(found)
 

@@ -157,6 +157,13 @@ def test_sysfs_lists_nvidia_gpu_functions_only(tmp_path):
         (devices / name / "vendor").write_text(vendor + "\n")
         (devices / name / "class").write_text(klass + "\n")
     assert sysfs_gpus(str(tmp_path)) == ["0000:03:00.0", "0000:1a:00.0"]
+    # bound to nvidia: counted; bound to vfio-pci (passed to a virtual machine): not this host's GPU
+    drivers = tmp_path / "bus" / "pci" / "drivers"
+    for driver in ("nvidia", "vfio-pci"):
+        (drivers / driver).mkdir(parents=True)
+    (devices / "0000:1a:00.0" / "driver").symlink_to(drivers / "nvidia")
+    (devices / "0000:03:00.0" / "driver").symlink_to(drivers / "vfio-pci")
+    assert sysfs_gpus(str(tmp_path)) == ["0000:1a:00.0"]
     assert sysfs_gpus(str(tmp_path / "absent")) is None
 
 
