@@ -268,7 +268,9 @@ ansible_facts:
               type: list
               elements: dict
             pci_functions:
-              description: The NVIDIA GPU functions in O(sysfs_root), as C(0000:1a:00.0); V(null) when unreadable.
+              description:
+                - The NVIDIA GPU functions in O(sysfs_root) (class 0x0300xx or 0x0302xx) bound to the C(nvidia)
+                  driver or to none, as C(0000:1a:00.0); V(null) when unreadable.
               type: list
               elements: str
               sample: ["0000:1a:00.0", "0000:1b:00.0"]
