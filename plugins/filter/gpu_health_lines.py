@@ -32,7 +32,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: The lines, for example V(GPU 0 00000000:1A:00.0: ECC uncorrected 0, retired 0+0, PCIe Gen3/3 x16/16,
+  description: >-
+    The lines, for example V(GPU 0 00000000:1A:00.0: ECC uncorrected 0, retired 0+0, PCIe Gen3/3 x16/16,
     throttle none).
   type: list
   elements: str
