@@ -12,9 +12,10 @@ author:
   - volta.serving contributors (!UNKNOWN)
 description:
   - For each host given, reads its variables (from O(hostvars)) and returns its node_exporter
-    (job C(volta-node), C(exporters_node_exporter_port), default 9100) and volta-exporter (job C(volta-gpu), C(exporters_port), default
-    9402) targets, and one C(volta-engine) target per enabled instance of C(volta_instances), the
-    instance's public port on the host's gateway (it serves C(/metrics) with the instance's key).
+    (job C(volta-node), C(exporters_node_exporter_port), default 9100) and volta-exporter (job C(volta-gpu),
+    C(exporters_port), default 9402) targets, and one C(volta-engine) target per enabled instance of
+    C(volta_instances), the instance's public port on the host's gateway (it serves C(/metrics) with the
+    instance's key).
   - The address is C(exporters_listen_address) (or C(api_gateway_listen_address)) when it is one
     address, else C(prometheus_scrape_address), C(ansible_host) or the inventory name.
   - Never fails; what keeps a target from being scraped from another host (exporters or gateway on

@@ -52,7 +52,8 @@ def test_unit_on_loopback_with_kmsg():
                  "DeviceAllow=/dev/nvidiactl rw", "DeviceAllow=/dev/nvidia1 rw", "DeviceAllow=/dev/kmsg r",
                  "IPAddressDeny=any", "IPAddressAllow=localhost", "NoNewPrivileges=true"]:
         assert line in unit, line
-    assert not any(line.startswith(("ProtectKernelLogs", "ReadWritePaths", "DeviceAllow=/dev/nvidia2")) for line in unit)
+    unwanted = ("ProtectKernelLogs", "ReadWritePaths", "DeviceAllow=/dev/nvidia2")
+    assert not any(line.startswith(unwanted) for line in unit)
 
 
 def test_unit_with_a_file_kernel_log_and_a_network_address_has_no_capability_and_no_ip_filter():
@@ -65,7 +66,7 @@ def test_unit_with_a_file_kernel_log_and_a_network_address_has_no_capability_and
 
 @pytest.mark.parametrize(("address", "listen", "verify"), [
     ("127.0.0.1", "127.0.0.1:9100", "127.0.0.1"),
-    ("0.0.0.0", "0.0.0.0:9100", "127.0.0.1"),
+    ("0.0.0.0", "0.0.0.0:9100", "127.0.0.1"),  # noqa: S104  the setting under test, not a bind
     ("::", "[::]:9100", "[::1]"),
     ("10.0.0.11", "10.0.0.11:9100", "10.0.0.11"),
 ])

@@ -48,7 +48,7 @@ def render(name, exporters):
 
 @pytest.mark.parametrize("exporters", [
     {"exporters_listen_address": "10.0.0.11"},
-    {"exporters_listen_address": "0.0.0.0", "exporters_port": 9402},
+    {"exporters_listen_address": "0.0.0.0", "exporters_port": 9402},  # noqa: S104  the setting under test
 ])
 def test_exporter_ports_open_to_the_metrics_networks_when_not_on_loopback(exporters):
     conf = render("nftables.conf.j2", exporters)
