@@ -49,9 +49,8 @@ class CallbackModule(CallbackBase):
                 return int(fh.read()) / 1e9
         with open(os.path.join(self._cgroup, "cpu.stat"), encoding="utf-8") as fh:
             for line in fh:
-                key, _, value = line.partition(" ")
-                if key == "usage_usec":
-                    return int(value) / 1e6
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
         return None
 
     def _close(self):
