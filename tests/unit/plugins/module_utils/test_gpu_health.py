@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from ansible_collections.volta.serving.plugins.module_utils._gpu_health import (
     parse_health_xml,
     sysfs_gpus,
 )
+from gpu_sim_root import SIMULATOR, write_sim_root
 
 REPO = Path(__file__).resolve().parents[4]
 Q_XML = REPO / "tests" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580" / "q.xml"
@@ -169,22 +169,8 @@ def test_sysfs_lists_nvidia_gpu_functions_only(tmp_path):
 
 # --------------------------------------------------------------------------- the lab's nvidia-smi stand-in
 
-SIMULATOR = REPO / "tests" / "lab" / "gpu-sim" / "nvidia-smi"
-PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build  (lab)\n"
-
-
 def sim_root(tmp_path, profile, faults=None):
-    root = tmp_path / "root"
-    for rel, text in [("etc/volta-lab/gpu-profile", profile + "\n"),
-                      ("usr/share/volta-lab/gpu-sim/library-version", "580.95.05\n"),
-                      ("var/lib/volta-lab/driver/version", PROPRIETARY)]:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    if faults is not None:
-        state = root / "var/lib/volta-lab/gpu-sim/state.json"
-        state.parent.mkdir(parents=True, exist_ok=True)
-        state.write_text(json.dumps({"faults": faults}))
-    return root
+    return write_sim_root(tmp_path / "root", profile, faults)
 
 
 def sim(root, *args):

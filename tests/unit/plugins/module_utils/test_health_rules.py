@@ -8,10 +8,8 @@ The facts come from the lab's nvidia-smi stand-in with injected faults, read by 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import QUERY_ARGS, TOPO_ARGS, build_facts
@@ -28,10 +26,8 @@ from ansible_collections.volta.serving.plugins.module_utils._health_rules import
 )
 from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
 from ansible_collections.volta.serving.plugins.module_utils._rules import RULES
+from gpu_sim_root import PROPRIETARY, SIMULATOR, write_sim_root
 
-REPO = Path(__file__).resolve().parents[4]
-SIMULATOR = REPO / "tests" / "lab" / "gpu-sim" / "nvidia-smi"
-PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build  (lab)\n"
 VERSIONS = {
     "vllm": {"version": "0.21.0", "torch_version": "2.11.0", "torch_cuda": "cu126"},
     "onecat": {"version": "1.5.1", "torch_version": "2.10.0", "torch_cuda": "cu128"},
@@ -45,13 +41,7 @@ INSTANCE_B = {**INSTANCE_A, "name": "chat-b", "served_model_name": "chat-b", "gp
 
 def lab_facts(tmp_path, faults=None, profile="v100-pcie-8"):
     """The volta_gpu fact (with health) of a lab host, as gpu_facts builds it from the stand-in."""
-    root = tmp_path / "root"
-    for rel, text in [("etc/volta-lab/gpu-profile", profile + "\n"),
-                      ("usr/share/volta-lab/gpu-sim/library-version", "580.95.05\n"),
-                      ("var/lib/volta-lab/driver/version", PROPRIETARY),
-                      ("var/lib/volta-lab/gpu-sim/state.json", json.dumps({"faults": faults or {}}))]:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root = write_sim_root(tmp_path / "root", profile, faults or {})
 
     def smi(args):
         done = subprocess.run([sys.executable, str(SIMULATOR), *args], env={"VOLTA_GPU_SIM_ROOT": str(root)},

@@ -5,15 +5,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.volta.serving.plugins.modules import gpu_facts
-
-REPO = Path(__file__).resolve().parents[4]
-SIMULATOR = REPO / "tests" / "lab" / "gpu-sim" / "nvidia-smi"
-PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build  (lab)\n"
+from gpu_sim_root import SIMULATOR, write_sim_root
 
 
 def run_module(capsys, args):
@@ -29,12 +25,7 @@ def lab(tmp_path, monkeypatch):
     monkeypatch.delenv("VOLTA_GPU_SIM_PROFILE", raising=False)
 
     def setup(profile, faults=None):
-        for rel, text in [("etc/volta-lab/gpu-profile", profile + "\n"),
-                          ("usr/share/volta-lab/gpu-sim/library-version", "580.95.05\n"),
-                          ("var/lib/volta-lab/driver/version", PROPRIETARY),
-                          ("var/lib/volta-lab/gpu-sim/state.json", json.dumps({"faults": faults or {}}))]:
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
+        write_sim_root(root, profile, faults or {})
         return {"nvidia_smi": str(SIMULATOR), "proc_version_path": str(root / "var/lib/volta-lab/driver/version"),
                 "sysfs_root": str(root / "var/lib/volta-lab/gpu-sim/sys")}
 
