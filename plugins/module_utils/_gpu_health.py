@@ -282,10 +282,13 @@ def gpu_problems(gpu):
     if gpu["retired_pages"]["pending"]:
         add("pending-retirement", FAILED, "memory pages wait for retirement (retired at the next driver load)")
     pcie = gpu["pcie"]
+    # An idle GPU lowers its link generation to save power (it trains back up under load), never its
+    # width: the generation counts only while the GPU is not idle.
+    checks = [("x", pcie["width_current"], pcie["width_max"])]
+    if "gpu_idle" not in (gpu["throttle"] or []):
+        checks.append(("Gen", pcie["gen_current"], pcie["gen_max"]))
     low = [f"{what}{cur} of {what}{top}" if what == "Gen" else f"x{cur} of x{top}"
-           for what, cur, top in (("x", pcie["width_current"], pcie["width_max"]),
-                                  ("Gen", pcie["gen_current"], pcie["gen_max"]))
-           if cur is not None and top is not None and cur < top]
+           for what, cur, top in checks if cur is not None and top is not None and cur < top]
     if low:
         add("pcie-degraded", DEGRADED, f"PCIe link trained down: {', '.join(low)}")
     hot = [reason for reason in gpu["throttle"] if reason in HARDWARE_THROTTLES]

@@ -14,6 +14,7 @@ from ansible_collections.volta.serving.plugins.module_utils._gpu_health import (
     HEALTH_UNKNOWN,
     GpuHealthError,
     build_health,
+    gpu_problems,
     normalise_bus_id,
     parse_health_xml,
     sysfs_gpus,
@@ -119,6 +120,17 @@ def test_problems_name_gpu_and_bus_id():
     assert health["gpus"][0]["failed"] is True
 
 
+def test_an_idle_gpu_lowers_its_generation_not_its_width():
+    idle = (VOLTA_OLD.replace("<clocks_throttle_reason_gpu_idle>Not Active", "<clocks_throttle_reason_gpu_idle>Active")
+            .replace("<current_link_width>8x", "<current_link_width>16x"))
+    (gpu,) = parse_health_xml(idle)
+    assert "gpu_idle" in gpu["throttle"]
+    assert [p["kind"] for p in gpu_problems(gpu)].count("pcie-degraded") == 0
+    narrow = VOLTA_OLD.replace("<clocks_throttle_reason_gpu_idle>Not Active", "<clocks_throttle_reason_gpu_idle>Active")
+    texts = {p["kind"]: p["text"] for p in gpu_problems(parse_health_xml(narrow)[0])}
+    assert texts["pcie-degraded"].endswith("PCIe link trained down: x8 of x16")
+
+
 @pytest.mark.parametrize(
     ("rc", "output", "message"),
     [
@@ -216,7 +228,8 @@ def test_simulator_faults_reach_the_parser(tmp_path):
                      ("pcie-degraded", 1, "00000000:1B:00.0"), ("throttled", 1, "00000000:1B:00.0"),
                      ("missing", None, "0000:3d:00.0")]
     texts = [p["text"] for p in health["problems"]]
-    assert "x8 of x16, Gen1 of Gen3" in texts[2]
+    # The simulated GPUs are idle (no load): their generation does not count, their width does.
+    assert texts[2].endswith("PCIe link trained down: x8 of x16")
     gpu = health["gpus"][1]
     assert gpu["failed"] is True and gpu["retired_pages"]["double_bit"] == 1
     # the GPU after the missing one moves up, as nvidia-smi enumerates
