@@ -302,6 +302,20 @@ def unknown_health(message, pci_functions=None):
             "missing": [], "problems": []}
 
 
+def reusable_health(known, query_gpus):
+    """Whether *known*, the health section of an earlier read in this run, still describes the host.
+
+    Only a health read that worked (status ok) counts, and only while nvidia-smi lists the same GPUs (by
+    bus id) as then; anything else (a driver installed since, a GPU lost or back) is read again. The
+    sysfs functions are those of the earlier read too (preflight's, which may name another sysfs root).
+    """
+    if not isinstance(known, dict) or known.get("status") != HEALTH_OK:
+        return False
+    listed = sorted(normalise_bus_id(g.get("pci_bus_id")) for g in query_gpus or [])
+    then = sorted(g.get("pci_address") for g in known.get("gpus") or [])
+    return listed == then
+
+
 def build_health(xml_rc, xml_output, query_gpus, pci_functions):
     """The ``health`` section of the volta_gpu fact.
 

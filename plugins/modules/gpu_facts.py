@@ -74,6 +74,14 @@ options:
         same call; its result is RV(glibc). Omitted, nothing is run.
     type: list
     elements: str
+  known_health:
+    description:
+      - The RV(ansible_facts.volta_gpu.health) of an earlier read in the same run (a later role's read after
+        preflight's). Returned as it is, without running C(nvidia-smi -q -x) again (several seconds on an
+        8-GPU server) or reading sysfs, when its status is V(ok) and nvidia-smi lists the same GPUs (bus ids)
+        as then; otherwise health is read again.
+      - Omitted, health is read.
+    type: dict
   connect_wait:
     description:
       - Seconds to wait for a host that does not answer (unreachable) before the read fails. The action plugin tries
@@ -333,6 +341,7 @@ from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import (
 from ansible_collections.volta.serving.plugins.module_utils._gpu_health import (
     XML_ARGS,
     build_health,
+    reusable_health,
     sysfs_gpus,
     unknown_health,
 )
@@ -377,6 +386,8 @@ def _run(module, binary, args):
 
 def _health(module, binary, facts):
     """The health section: nvidia-smi -q -x once GPUs were listed, and the GPU functions in sysfs."""
+    if binary is not None and facts["status"] == "ok" and reusable_health(module.params["known_health"], facts["gpus"]):
+        return module.params["known_health"]
     functions = sysfs_gpus(module.params["sysfs_root"])
     if binary is None or facts["status"] != "ok":
         return unknown_health(f"not read: {facts['message']}", functions)
@@ -449,6 +460,7 @@ def main():
             secure_boot=dict(type="bool", default=False),
             paths=dict(type="list", elements="str", default=[]),
             glibc_command=dict(type="list", elements="str"),
+            known_health=dict(type="dict"),
             # Used by the action plugin (plugins/action/gpu_facts.py), which never passes it on.
             connect_wait=dict(type="int", default=0),
         ),

@@ -74,3 +74,40 @@ def test_no_driver_reads_no_xml(capsys, tmp_path):
     health = result["ansible_facts"]["volta_gpu"]["health"]
     assert health["status"] == "unknown" and health["message"].startswith("not read:")
     assert health["pci_functions"] is None
+
+
+def _no_xml_smi(tmp_path):
+    """The simulator behind a wrapper that refuses -x: a health read through it can only come back unknown."""
+    wrapper = tmp_path / "no-xml-smi"
+    wrapper.write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = -x ] && exit 255; done\nexec "{SIMULATOR}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def test_known_health_of_the_same_gpus_is_kept_without_reading_again(capsys, lab, tmp_path):
+    args = lab("v100-pcie-8", {"00000000:1B:00.0": {"ecc_volatile_uncorrectable": 2}})
+    _rc, first = run_module(capsys, args)
+    known = first["ansible_facts"]["volta_gpu"]["health"]
+    assert known["status"] == "ok" and known["problems"][0]["kind"] == "ecc-uncorrectable"
+    _rc, second = run_module(capsys, {**args, "nvidia_smi": _no_xml_smi(tmp_path), "known_health": known})
+    assert second["ansible_facts"]["volta_gpu"]["health"] == known
+
+
+def test_known_health_is_read_again_when_a_gpu_was_lost_since(capsys, lab):
+    args = lab("v100-pcie-8")
+    _rc, first = run_module(capsys, args)
+    known = first["ansible_facts"]["volta_gpu"]["health"]
+    args = lab("v100-pcie-8", {"00000000:88:00.0": {"missing": True}})
+    _rc, second = run_module(capsys, {**args, "known_health": known})
+    health = second["ansible_facts"]["volta_gpu"]["health"]
+    assert health["missing"] == ["0000:88:00.0"]
+    assert health["problems"][0]["kind"] == "missing"
+
+
+def test_known_health_that_was_unknown_is_read_again(capsys, lab):
+    args = lab("v100-pcie-8")
+    known = {"status": "unknown", "message": "not read: nvidia-smi was not found", "gpus": [],
+             "pci_functions": None, "missing": [], "problems": []}
+    _rc, result = run_module(capsys, {**args, "known_health": known})
+    health = result["ansible_facts"]["volta_gpu"]["health"]
+    assert health["status"] == "ok" and health["message"] == "8 GPU(s) read, 0 problem(s)"
