@@ -12,13 +12,14 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.volta.serving.plugins.module_utils import _step_faults as faults
 from ansible_collections.volta.serving.plugins.module_utils._progress import last_line, progress
 
 display = Display()
 
 
 class ActionModule(ActionBase):
-    _VALID_ARGS = frozenset(("jid", "log", "step", "timeout", "interval", "report_every"))
+    _VALID_ARGS = frozenset(("jid", "log", "step", "timeout", "interval", "report_every", "space_path", "index_urls"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -30,6 +31,8 @@ class ActionModule(ActionBase):
                 "timeout": {"type": "int", "default": 3600},
                 "interval": {"type": "float", "default": 2.0},
                 "report_every": {"type": "float", "default": 30.0},
+                "space_path": {"type": "str", "default": ""},
+                "index_urls": {"type": "list", "elements": "str", "default": []},
             },
         )
         host = (task_vars or {}).get("inventory_hostname", "host")
@@ -53,7 +56,25 @@ class ActionModule(ActionBase):
             time.sleep(args["interval"])
         result.update(status)
         result.update(changed=False, elapsed=round(time.monotonic() - start, 1), step=args["step"])
+        if status.get("finished") and status.get("rc", 0) != 0:
+            result["problem"] = self._problem(host, args)
         return result
+
+    def _problem(self, host, args):
+        """A full disk or an unreachable index, read from the failed step's log; '' for anything else."""
+        out = self._low_level_execute_command(f"tail -c 16384 {shlex.quote(args['log'])}")
+        text = out.get("stdout", "") if out.get("rc") == 0 else ""
+        kind = faults.classify(text)
+        if kind == "disk" and args["space_path"]:
+            path = shlex.quote(args["space_path"])
+            free, mount = faults.parse_df(self._low_level_execute_command(f"df -P -B1 {path}").get("stdout", ""))
+            written = faults.parse_du(self._low_level_execute_command(f"du -sxB1 {path}").get("stdout", ""))
+            return faults.disk_full_message(host, args["step"], args["space_path"], written, free, mount,
+                                            faults.cause(text, kind))
+        if kind == "index" and args["index_urls"]:
+            return faults.index_unreachable_message(host, args["step"], faults.failing_index(text, args["index_urls"]),
+                                                    faults.cause(text, kind))
+        return ""
 
     def _tail(self, path):
         out = self._low_level_execute_command(f"tail -c 4096 {shlex.quote(path)}")

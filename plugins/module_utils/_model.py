@@ -19,6 +19,7 @@ Served paths (the same on the controller and the host, computed from the invento
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import json
@@ -264,6 +265,36 @@ def disk_refusal(host, name, dest, need, free, reserve=0):
     return (f"{host}: model {name}: {human(need)} ({need} bytes) to download into {dest}, but only {human(free)} "
             f"({free} bytes) free{f' beyond the {human(reserve)} kept free' if reserve else ''}; nothing was "
             "downloaded; fix: free space, point model_root at a larger filesystem, or lower model_keep")
+
+
+def is_disk_full(exc):
+    """True when *exc*, or an exception it was raised from, is a write that found the disk full (ENOSPC)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left on device" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def mount_point(path):
+    """The mount point of the filesystem holding *path* (or its nearest existing parent)."""
+    path = posixpath.abspath(path)
+    while not os.path.exists(path):
+        path = posixpath.dirname(path)
+    while not os.path.ismount(path):
+        path = posixpath.dirname(path)
+    return path
+
+
+def disk_full_message(host, name, dest, left, free, mount):
+    """The failure of a download that filled the disk after the free-space check passed: both numbers, the fix."""
+    return (f"{host}: model {name}: the disk filled during the download into {dest} (No space left on device): "
+            f"{human(left)} ({left} bytes) still to download, but only {human(free)} ({free} bytes) free on {mount}; "
+            f"the partial files were removed and {dest} is not marked complete, so nothing serves it and the next "
+            "run fetches what is missing; the revision in service is untouched; fix: free space on "
+            f"{mount} (or point model_root at a larger filesystem, or lower model_keep), then rerun")
 
 
 def progress_line(name, done, total, seconds):

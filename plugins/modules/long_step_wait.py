@@ -45,6 +45,19 @@ options:
     description: Seconds between two progress lines.
     type: float
     default: 30.0
+  space_path:
+    description:
+      - The directory the step writes into. When the step fails and its log shows a full disk (C(No space left on
+        device)), RV(problem) gives the bytes written there, the bytes free on its filesystem and the fix.
+    type: str
+    default: ""
+  index_urls:
+    description:
+      - The package indexes the step uses. When the step fails and its log shows one could not be reached
+        (connection refused, DNS, time-out), RV(problem) names it and gives the fix.
+    type: list
+    elements: str
+    default: []
 attributes:
   action:
     support: full
@@ -99,6 +112,17 @@ elapsed:
   returned: always
   type: float
   sample: 754.2
+problem:
+  description:
+    - For a step that exited non-zero, what its log shows in words an operator acts on (a full disk with both numbers,
+      an unreachable index with its URL, each with the fix); empty when the log shows neither.
+  returned: when the job finished with a non-zero exit status
+  type: str
+  sample: >-
+    gpu-01: the package index http://pypi.internal/simple could not be reached during 'install torch 2.11.0 (cu126)'
+    (Caused by: tcp connect error: Connection refused (os error 111)); fix: make http://pypi.internal/simple
+    answer from gpu-01 (the index server, DNS, proxy, firewall), then rerun: the unfinished install is removed and
+    made again.
 step:
   description: The step's name.
   returned: always

@@ -14,6 +14,9 @@ description:
     checks the files already in C(<root>/<name>@<revision>) against the sizes, LFS sha256 and git blob ids the hub
     publishes, refuses when the bytes still to download exceed the free space (both numbers in the message), then
     downloads what is missing or corrupt with C(snapshot_download) and verifies every file it wrote.
+  - When the disk fills during the download all the same (another writer took the space after the check), the
+    partial files are removed, the directory stays unmarked (never taken for complete) and the task fails with
+    the bytes still to download, the bytes free, the filesystem and the fix.
   - A file whose size and mtime match the record written after its last verification is not read again unless
     O(full_verify); a rerun with a complete directory makes no request to the hub and changes nothing.
   - For a URL source, downloads one file into C(<root>/<name>@<sha256[:12]>/), resuming a C(.part) file with a
@@ -189,9 +192,12 @@ class Progress(threading.Thread):
 
     def line(self):
         if self.log:
-            done = min(self.measure(), self.total)
-            with open(self.log, "a", encoding="utf-8") as handle:
-                handle.write(m.progress_line(self.name, done, self.total, time.monotonic() - self.start_at) + "\n")
+            try:
+                done = min(self.measure(), self.total)
+                with open(self.log, "a", encoding="utf-8") as handle:
+                    handle.write(m.progress_line(self.name, done, self.total, time.monotonic() - self.start_at) + "\n")
+            except OSError:  # a full disk (or a file gone meanwhile) costs a progress line, never the download
+                pass
 
     def run(self):
         self.line()
@@ -223,6 +229,30 @@ def _partial_bytes(dest):
     for top, _dirs, files in os.walk(os.path.join(dest, ".cache", "huggingface", "download")):
         total += sum(os.path.getsize(os.path.join(top, f)) for f in files if f.endswith(".incomplete"))
     return total
+
+
+def _partials_dir(dest):
+    return os.path.join(dest, ".cache", "huggingface", "download")
+
+
+def _fail_if_full(module, p, exc, dest, sizes, partial_dirs, result, *partial_files):
+    """A write that found the disk full after the free-space check passed (another writer took the space):
+    remove the partial files (they hold the space and are never served), fail with both numbers and the fix.
+    The versioned directory has no marker, so it is never taken for a complete one."""
+    if not m.is_disk_full(exc):
+        return
+    victims = list(partial_files)
+    for top in partial_dirs:
+        for parent, _dirs, files in os.walk(top):
+            victims += [os.path.join(parent, f) for f in files if f.endswith(".incomplete")]
+    for victim in victims:
+        if os.path.isfile(victim):
+            os.unlink(victim)
+    left = sum(size for path, size in sizes.items()
+               if not (os.path.isfile(os.path.join(dest, path)) and os.path.getsize(os.path.join(dest, path)) == size))
+    result.update(free_bytes=m.free_bytes(dest))
+    module.fail_json(msg=m.disk_full_message(p["host"] or "host", p["name"], dest, left, result["free_bytes"],
+                                             m.mount_point(dest)), **result)
 
 
 def _forget(dest, path):
@@ -266,6 +296,9 @@ def fetch_hf(module, p, src, result):
     progress.start()
     try:
         hub_download(p, src, commit, dest, sorted(bad))
+    except Exception as exc:  # the client lets a failed write through, as it is or wrapped
+        _fail_if_full(module, p, exc, dest, {k: manifest[k]["size"] for k in bad}, [_partials_dir(dest)], result)
+        raise
     finally:
         progress.stop.set()
         progress.line()
@@ -314,6 +347,9 @@ def fetch_url(module, p, src, result):
     progress.start()
     try:
         _download(src["url"], part, have)
+    except Exception as exc:
+        _fail_if_full(module, p, exc, dest, {src["file"]: size}, [], result, part)
+        raise
     finally:
         progress.stop.set()
         progress.line()

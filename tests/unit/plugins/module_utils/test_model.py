@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 
@@ -214,3 +215,26 @@ def test_the_defaults_of_the_controller_side_match_the_role():
         defaults = yaml.safe_load(handle)
     assert defaults["model_hf_endpoint"] == m.DEFAULT_ENDPOINT
     assert defaults["model_root"] == "{{ volta_models_root | default('" + m.DEFAULT_ROOT + "') }}"
+
+
+def test_disk_full_is_found_through_the_chain_of_exceptions():
+    full = OSError(errno.ENOSPC, "No space left on device")
+    wrapped = RuntimeError("download failed")
+    wrapped.__cause__ = full
+    assert m.is_disk_full(full) and m.is_disk_full(wrapped)
+    assert not m.is_disk_full(OSError(errno.EACCES, "Permission denied")) and not m.is_disk_full(ValueError("x"))
+
+
+def test_the_mount_point_of_a_path_not_made_yet(tmp_path):
+    assert m.mount_point(str(tmp_path / "not" / "yet")) == m.mount_point(str(tmp_path))
+    assert os.path.ismount(m.mount_point(str(tmp_path)))
+
+
+def test_disk_full_message_gives_both_numbers_and_the_fix():
+    msg = m.disk_full_message("h", "qwen", "/srv/m/qwen@c", 2_097_400, 4096, "/srv/m")
+    assert msg.startswith("h: model qwen: the disk filled during the download into /srv/m/qwen@c (No space left on "
+                          "device): 2.0 MiB (2097400 bytes) still to download, but only 4.0 KiB (4096 bytes) free on "
+                          "/srv/m; ")
+    assert "not marked complete" in msg and "the revision in service is untouched" in msg
+    assert msg.endswith("fix: free space on /srv/m (or point model_root at a larger filesystem, or lower "
+                        "model_keep), then rerun")

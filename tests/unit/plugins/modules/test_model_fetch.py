@@ -8,6 +8,7 @@ appended to sys.path; the hub is tests/lab/hub/hubserver.py on loopback.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -197,3 +198,42 @@ def test_several_models_are_only_checked(capsys, hub, tmp_path):
     assert rc == 1 and "an entry of models lacks source" in out["msg"]
     rc, out = fetch(capsys, hub, tmp_path, hf(R1), models=[])
     assert rc == 1 and "mutually exclusive" in out["msg"]
+
+
+class _FillsUp:
+    """A partial file on a filesystem that another writer fills: the write past *room* bytes fails (ENOSPC)."""
+
+    def __init__(self, handle, room):
+        self.handle, self.room = handle, room
+
+    def write(self, data):
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.room -= len(data)
+        return self.handle.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+
+def test_a_disk_that_fills_during_the_download_fails_with_both_numbers(capsys, hub, tmp_path, monkeypatch):
+    from huggingface_hub import file_download  # the cached venv's real client (the hub fixture's path)
+
+    real = file_download.http_get
+    monkeypatch.setattr(file_download, "http_get", lambda url, temp_file, *a, **kw: real(
+        url, _FillsUp(temp_file, 1000), *a, **kw))
+    rc, out = fetch(capsys, hub, tmp_path, hf(R2), max_workers=1)
+    dest = tmp_path / f"tiny@{R2}"
+    assert rc == 1
+    assert out["msg"].startswith(f"h: model tiny: the disk filled during the download into {dest} (No space left "
+                                 "on device): ")
+    assert " still to download, but only " in out["msg"]
+    assert f"free on {_model.mount_point(str(tmp_path))}; the partial files were removed" in out["msg"]
+    assert "the revision in service is untouched; fix: free space on " in out["msg"]
+    left = int(out["msg"].split(" bytes) still to download")[0].rsplit("(", 1)[1])
+    assert 0 < left <= out["downloaded_bytes"]
+    assert not list(dest.rglob("*.incomplete")) and not (dest / _model.MARKER).exists()
+
+    monkeypatch.setattr(file_download, "http_get", real)
+    rc, out = fetch(capsys, hub, tmp_path, hf(R2))
+    assert rc == 0 and out["changed"] and (dest / _model.MARKER).exists()
