@@ -51,10 +51,13 @@ sanity: setup
 real: setup
 	@tests/real/run
 
-# Scenarios run in MOLECULE_LANES parallel lanes, longest first (tests/molecule/run).
+# Scenarios run in MOLECULE_LANES parallel lanes, longest first; a failed one runs MOLECULE_RETRIES more
+# times, reported as such with why its failed tries failed (tests/molecule/run, docs/testing.md).
 MOLECULE_LANES ?= 2
+MOLECULE_RETRIES ?= 1
 molecule: lab
-	@$(BIN)/python tests/molecule/run --lanes $(MOLECULE_LANES) --budget $(TEST_BUDGET_S) $(SCENARIOS)
+	@$(BIN)/python tests/molecule/run --lanes $(MOLECULE_LANES) --retries $(MOLECULE_RETRIES) \
+		--budget $(TEST_BUDGET_S) $(SCENARIOS)
 
 ## make demo: the simulated lab (two V100 servers) and site.yml against it
 demo: lab

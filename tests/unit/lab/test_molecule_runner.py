@@ -72,3 +72,54 @@ def test_without_a_failed_task_the_last_lines_are_the_cause_and_long_lines_are_c
     assert len(why) == 5
     assert why[0].endswith("line 36")
     assert why[-1] == "x" * 200
+
+
+def _fake_molecule(monkeypatch, tmp_path, outcomes):
+    """Replace `molecule test` with outcomes[name]: one exit status per try, each try writing a log."""
+    monkeypatch.setattr(runner, "TOP", tmp_path)
+    monkeypatch.setattr(runner, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(runner.time, "sleep", lambda _: None)
+    tries = {}
+
+    def run_scenario(name, lane_number, attempt, lock):
+        tries[name] = attempt
+        rc = outcomes[name][attempt - 1]
+        body = REAL if rc else "   10.0 INFO     x ➜ verify: Executed: Successful\n"
+        (tmp_path / "logs" / f"{name}.log").write_text(body.replace("nvidia-uvm device", f"{name} try {attempt}"))
+        return rc, 10.0
+
+    monkeypatch.setattr(runner, "run_scenario", run_scenario)
+    return tries
+
+
+def test_a_scenario_that_passes_at_its_second_try_is_reported_so_with_why_the_first_failed(
+        monkeypatch, tmp_path, capsys):
+    tries = _fake_molecule(monkeypatch, tmp_path, {"flaky": [2, 0], "steady": [0]})
+    assert runner.main(["--lanes", "1", "--retries", "1", "flaky", "steady"]) == 0
+    out = capsys.readouterr().out
+    assert tries == {"flaky": 2, "steady": 1}
+    assert "    flaky                passed at try 2" in out
+    assert "    steady               passed " in out
+    why = out[out.index("=== why flaky failed at try1"):]
+    assert "Verify the flaky try 1] ***" in why
+    assert (tmp_path / "logs" / "flaky.try1.log").exists()
+
+
+def test_a_scenario_that_fails_every_try_fails_the_run_and_nothing_new_starts(monkeypatch, tmp_path, capsys):
+    tries = _fake_molecule(monkeypatch, tmp_path, {"broken": [2, 2], "later": [0]})
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "broken.try3.log").write_text("from an earlier run\n")
+    assert runner.main(["--lanes", "1", "--retries", "1", "broken", "later"]) == 1
+    out = capsys.readouterr().out
+    assert tries == {"broken": 2}
+    assert "    broken               FAILED" in out and "    later                not run" in out
+    assert out.rstrip().splitlines()[-1].endswith("failed=1")
+    assert "Verify the broken try 1] ***" in out and "Verify the broken try 2] ***" in out
+    assert not (tmp_path / "logs" / "broken.try3.log").exists()
+
+
+def test_without_retries_a_failure_is_not_run_again(monkeypatch, tmp_path, capsys):
+    tries = _fake_molecule(monkeypatch, tmp_path, {"broken": [2, 0]})
+    assert runner.main(["broken"]) == 1
+    assert tries == {"broken": 1}
+    assert "    broken               FAILED" in capsys.readouterr().out
