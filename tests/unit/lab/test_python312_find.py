@@ -25,7 +25,7 @@ def py312(monkeypatch):
     return module
 
 
-def fake_python(root: Path, version="3.12", shared=1, with_lib=True, with_header=True) -> Path:
+def fake_python(root: Path, version="3.12", enable_shared=1, with_lib=True, with_header=True) -> Path:
     """An 'interpreter' that answers the layout probe the way CPython's sysconfig does."""
     (root / "bin").mkdir(parents=True)
     (root / "lib").mkdir()
@@ -34,7 +34,8 @@ def fake_python(root: Path, version="3.12", shared=1, with_lib=True, with_header
         (root / "lib" / "libpython3.12.so.1.0").write_bytes(b"\x7fELF")
     if with_header:
         (root / "include" / "python3.12" / "Python.h").write_text("/* header */\n")
-    answer = {"version": version, "shared": shared, "libdir": str(root / "lib"), "soname": "libpython3.12.so.1.0",
+    answer = {"version": version, "enable_shared": enable_shared, "libdir": str(root / "lib"),
+              "soname": "libpython3.12.so.1.0",
               "stdlib": str(root / "lib" / "python3.12"), "include": str(root / "include" / "python3.12")}
     python = root / "bin" / "python3.12"
     python.write_text(f"#!/bin/sh\necho '{json.dumps(answer)}'\n")
@@ -49,7 +50,8 @@ def test_probe_takes_a_shared_312_with_headers(py312, tmp_path):
     assert found.include == tmp_path / "ok" / "include" / "python3.12"
 
 
-@pytest.mark.parametrize("kwargs", [{"version": "3.11"}, {"shared": 0}, {"with_lib": False}, {"with_header": False}])
+@pytest.mark.parametrize("kwargs", [{"version": "3.11"}, {"enable_shared": 0}, {"with_lib": False},
+                                    {"with_header": False}])
 def test_probe_refuses_what_the_stand_in_cannot_carry(py312, tmp_path, kwargs):
     assert py312.Python312.probe(fake_python(tmp_path / "bad", **kwargs)) is None
 
