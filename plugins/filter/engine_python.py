@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter volta.serving.engine_python_choice (roles engine and cuda_toolkit): which Python an engine runs on."""
+"""Filters volta.serving.engine_python_choice (roles engine and cuda_toolkit): which Python an engine runs on;
+engine_python_lines: the line the engine role reports for each choice."""
 
 from __future__ import annotations
 
@@ -31,6 +32,19 @@ def engine_python_choice(request):
                 "uv_version": "", "requires": "", "why": "", "problem": str(exc)}
 
 
+def engine_python_lines(pythons, host, python_dir):
+    """One line per engine of *pythons* (engine: engine_python_choice result): its Python, its source, why."""
+    if not isinstance(pythons, dict):
+        raise AnsibleFilterError(f"engine_python_lines: expected a mapping of engines, got {pythons!r}")
+    lines = []
+    for engine, choice in pythons.items():
+        source = ("the distribution's package" if choice.get("source") == "distribution"
+                  else f"installed by uv into {python_dir}")
+        lines.append(f"{host}: {engine} runs on Python {choice.get('version', '')} ({choice.get('request', '')}, "
+                     f"{source}): {choice.get('why', '')}")
+    return lines
+
+
 class FilterModule:
     def filters(self):
-        return {"engine_python_choice": engine_python_choice}
+        return {"engine_python_choice": engine_python_choice, "engine_python_lines": engine_python_lines}

@@ -151,36 +151,45 @@ def test_a_plan_built_by_the_cluster_module_renders_the_same_rule():
     assert want in [line.strip() for line in render("nftables.conf.j2", plan(built)).splitlines()]
 
 
-def test_the_report_names_rays_ports_peers_and_interface():
-    msg = task("Report what the firewall will allow")["ansible.builtin.debug"]["msg"]
-    report = templar(plan(RAY)).template(trust_as_template(msg))
-    assert report.endswith("from loopback only; Ray ports 6379, 6380, 6381, 6382, 6383, 6384, 6385, 10001, "
-                           "20000-20199 from cluster members 10.0.0.1 on ens1f0")
-    assert templar(plan(None)).template(trust_as_template(msg)).endswith("engine ports 18001 from loopback only")
+CHECK = ("Check the engine ports and the Ray cluster's interface, addresses and ports, "
+         "and report what the firewall allows")
 
 
 def check(serving_plan, **extra):
-    """plan.yml's Ray check as Ansible runs it: (runs, passes, fail_msg)."""
-    found = task("Check the Ray cluster's interface, member addresses and ports")
+    """plan.yml's port check as Ansible runs it: (passes, the message it prints: success_msg or fail_msg)."""
+    found = task(CHECK)["ansible.builtin.assert"]
     t = templar(serving_plan, **extra)
-    variables = {k: trust_as_template(v) for k, v in found["vars"].items()}
+    variables = {k: trust_as_template(v) for k, v in task(CHECK)["vars"].items()}
     t = Templar(loader=DataLoader(), variables={**t.available_variables, **variables})
     t.environment.filters["volta.serving.firewall_ray_problems"] = firewall_ray_problems
-    runs = t.evaluate_expression(trust_as_template(found["when"]))
-    passes = t.evaluate_expression(trust_as_template(found["ansible.builtin.assert"]["that"]))
-    return runs, passes, t.template(trust_as_template(found["ansible.builtin.assert"]["fail_msg"]))
+    passes = all(t.evaluate_expression(trust_as_template(that)) for that in found["that"])
+    return passes, t.template(trust_as_template(found["success_msg" if passes else "fail_msg"]))
 
 
-def test_the_check_runs_only_for_a_cluster_member_and_refuses_a_bad_interface():
-    assert check(plan(None))[0] is False and check({"skipped": True})[0] is False
-    assert check(plan(RAY))[:2] == (True, True)
-    runs, passes, msg = check(plan({**RAY, "interface": "ens1f0;drop"}))
-    assert (runs, passes) == (True, False)
+def test_the_report_names_rays_ports_peers_and_interface():
+    passes, report = check(plan(RAY))
+    assert passes is True
+    assert report.endswith("from loopback only; Ray ports 6379, 6380, 6381, 6382, 6383, 6384, 6385, 10001, "
+                           "20000-20199 from cluster members 10.0.0.1 on ens1f0")
+    passes, report = check(plan(None))
+    assert passes is True and report.endswith("engine ports 18001 from loopback only")
+
+
+def test_a_host_in_no_cluster_passes_and_a_bad_interface_is_refused():
+    assert check(plan(None))[0] is True and check({"skipped": True})[0] is True
+    passes, msg = check(plan({**RAY, "interface": "ens1f0;drop"}))
+    assert passes is False
     assert msg.startswith("server-c: volta_instances[].cluster.interface of instance big-pp2 is 'ens1f0;drop', not "
                           "an interface name nft and ufw accept")
 
 
 def test_the_check_refuses_a_ray_port_opened_to_the_api_networks():
-    runs, passes, msg = check(plan(RAY), firewall_extra_tcp_ports=[6379])
-    assert (runs, passes) == (True, False)
+    passes, msg = check(plan(RAY), firewall_extra_tcp_ports=[6379])
+    assert passes is False
     assert msg.startswith("server-c: port(s) 6379 are Ray's ports of the cluster of instance big-pp2")
+
+
+def test_an_engine_port_opened_to_other_networks_is_refused_first():
+    passes, msg = check(plan(RAY), firewall_extra_tcp_ports=[18001])
+    assert passes is False
+    assert msg.startswith("server-c: port(s) 18001 are engine (backend) ports of the serving plan")

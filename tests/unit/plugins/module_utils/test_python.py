@@ -175,7 +175,7 @@ def test_explicit_onecat_python_is_checked_even_without_the_platform():
 
 
 def test_filter_returns_the_choice_or_the_problem():
-    assert set(plugin.FilterModule().filters()) == {"engine_python_choice"}
+    assert set(plugin.FilterModule().filters()) == {"engine_python_choice", "engine_python_lines"}
     good = plugin.engine_python_choice({**DEBIAN12, **VLLM})
     assert (good["problem"], good["request"]) == ("", "python3.11")
     bad = plugin.engine_python_choice({**DEBIAN12, **VLLM, "explicit": "python3.9"})
@@ -183,6 +183,18 @@ def test_filter_returns_the_choice_or_the_problem():
     assert "does not support" in bad["problem"]
     with pytest.raises(Exception, match="expected a mapping"):
         plugin.engine_python_choice("python3.11")
+
+
+def test_the_report_says_each_engines_python_and_where_it_comes_from():
+    pythons = {"vllm": plugin.engine_python_choice({**DEBIAN12, **VLLM}),
+               "onecat": {"source": "uv", "version": "3.12", "request": "cpython-3.12.16", "why": "the wheel is cp312"}}
+    lines = plugin.engine_python_lines(pythons, host="server-a", python_dir="/opt/volta/python")
+    assert lines[0].startswith("server-a: vllm runs on Python 3.11 (python3.11, the distribution's package): Debian")
+    assert lines[1] == ("server-a: onecat runs on Python 3.12 (cpython-3.12.16, installed by uv into "
+                        "/opt/volta/python): the wheel is cp312")
+    assert plugin.engine_python_lines({}, host="server-a", python_dir="/x") == []
+    with pytest.raises(Exception, match="expected a mapping of engines"):
+        plugin.engine_python_lines([], host="server-a", python_dir="/x")
 
 
 def test_requires_python_read_from_the_metadata_replaces_the_record():
