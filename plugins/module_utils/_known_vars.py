@@ -14,7 +14,7 @@ import difflib
 import functools
 import os
 
-from ansible_collections.volta.serving.plugins.module_utils._defaults import ROLES
+from ansible_collections.volta.serving.plugins.module_utils._defaults import ROLES, load_yaml
 from ansible_collections.volta.serving.plugins.module_utils._rules import WARNING, finding
 
 # The prefixes of the roles' public variables (and volta_ for the whole run's); longest first is not
@@ -31,15 +31,12 @@ CUTOFF = 0.7
 @functools.cache
 def known_variables(roles=ROLES):
     """Every option of every entry point of every role's argument spec, as a frozenset."""
-    import yaml  # controller only: the collection's own YAML
-
     names = set()
     for role in sorted(os.listdir(roles)):
         path = os.path.join(roles, role, "meta", "argument_specs.yml")
         if not os.path.isfile(path):
             continue
-        with open(path, encoding="utf-8") as handle:
-            spec = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
+        spec = (load_yaml(path) or {}).get("argument_specs") or {}
         for entry in spec.values():
             names.update((entry or {}).get("options") or {})
     return frozenset(names)

@@ -33,10 +33,11 @@ def page_url(index_url, project):
 
 
 def urllib_read(timeout):
-    """A reader over Ansible's open_url (the controller's proxies from the environment)."""
-    from ansible.module_utils.urls import open_url
+    """A reader over Ansible's open_url (the controller's proxies from the environment), imported at the first read."""
 
     def read(url, accept):
+        from ansible.module_utils.urls import open_url
+
         headers = {"Accept": accept, "User-Agent": "volta.serving-preflight"}
         with open_url(url, headers=headers, timeout=timeout) as response:
             return response.read(LIMIT)

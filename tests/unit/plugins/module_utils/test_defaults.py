@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 from ansible_collections.volta.serving.plugins.module_utils import _defaults, _plan
 
@@ -32,3 +33,17 @@ def test_the_plan_defaults_come_from_the_roles():
     assert report["plan"] is not None
     assert _plan.default_settings()["engines_root"] == _defaults.literal("engine", "engine_root")
     assert _plan.default_settings()["driver_branch"] == str(_defaults.literal("nvidia_driver", "nvidia_driver_branch"))
+
+
+def test_load_yaml_reads_each_role_file_as_pyyaml_safe_load_does():
+    files = sorted(ROLES.glob("*/defaults/main.yml")) + sorted(ROLES.glob("*/meta/argument_specs.yml"))
+    assert len(files) > 20
+    for path in files:
+        assert _defaults.load_yaml(str(path)) == yaml.safe_load(path.read_text()), path
+
+
+def test_load_yaml_refuses_python_objects(tmp_path):
+    unsafe = tmp_path / "unsafe.yml"
+    unsafe.write_text("value: !!python/object/apply:os.getcwd []\n")
+    with pytest.raises(yaml.constructor.ConstructorError, match="python/object/apply"):
+        _defaults.load_yaml(str(unsafe))
