@@ -87,8 +87,9 @@ def hosts_cpu(names):
     return None if len(ids) != len(names) or None in used else sum(used)
 
 
-def playbook(args, log, extra_env=None, times=None):
-    """Run ansible-playbook from the project root; return (rc, seconds, recap rows). Output goes to log.
+def playbook(args, log, extra_env=None, times=None, top=None):
+    """Run ansible-playbook from the project root (or the checkout top); return (rc, seconds, recap rows).
+    Output goes to log.
 
     With times=FILE, bench/callbacks/task_times.py writes each task's wall time there. The
     controller's CPU seconds of the last run are kept in LAST["cpu_seconds"], the whole machine's busy
@@ -103,7 +104,7 @@ def playbook(args, log, extra_env=None, times=None):
     with open(log, "a", encoding="utf-8") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
-        rc = subprocess.run(cmd, cwd=TOP, env={**env(), **extra}, stdout=out,
+        rc = subprocess.run(cmd, cwd=top or TOP, env={**env(), **extra}, stdout=out,
                             stderr=subprocess.STDOUT, check=False).returncode
     took = time.monotonic() - began
     LAST["cpu_seconds"] = round(children_cpu() - cpu, 1)
@@ -114,6 +115,29 @@ def playbook(args, log, extra_env=None, times=None):
 
 
 LAST = {}
+
+
+def reference(inventory, host, log):
+    """(seconds, controller CPU seconds) of bench/playbooks/reference.yml on host: the machine's speed now.
+
+    A fixed Ansible workload with nothing of this collection in it; bench/fleet and bench/compare run it
+    right before each rerun they measure.
+    """
+    rc, took, rows = playbook(["bench/playbooks/reference.yml", "-i", inventory, "-e", f"bench_host={host}"], log)
+    row = rows.get(host)
+    if rc or row is None or row["failed"] or row["unreachable"]:
+        sys.exit(f"bench: the reference workload failed on {host} (rc {rc}; log: {log})")
+    return round(took, 1), LAST["cpu_seconds"]
+
+
+def per_reference(runs, size):
+    """The median of each run's controller CPU per host divided by its own reference run's CPU, or None.
+
+    runs: [{"cpu_seconds", "reference_cpu_seconds"}]. Pair by pair, then the median: a rerun and its
+    reference ran minutes apart, so the machine's drift between pairs cancels.
+    """
+    ratios = [r["cpu_seconds"] / size / r["reference_cpu_seconds"] for r in runs if r["reference_cpu_seconds"]]
+    return statistics.median(ratios) if ratios else None
 
 
 def recap(log):
