@@ -11,7 +11,7 @@ so that no setup run is needed to read the file just written.
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
-from ansible_collections.volta.serving.plugins.module_utils._defaults import literal as literal_default
+from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal as literal_default
 
 
 class ActionModule(ActionBase):

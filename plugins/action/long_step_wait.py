@@ -12,8 +12,8 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.volta.serving.plugins.module_utils import _step_faults as faults
-from ansible_collections.volta.serving.plugins.module_utils._progress import last_line, progress
+from ansible_collections.volta.serving.plugins.plugin_utils import _step_faults as faults
+from ansible_collections.volta.serving.plugins.plugin_utils._progress import last_line, progress
 
 display = Display()
 

@@ -22,24 +22,24 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
-from ansible_collections.volta.serving.plugins.module_utils._defaults import expression as role_default
-from ansible_collections.volta.serving.plugins.module_utils._defaults import literal as literal_default
-from ansible_collections.volta.serving.plugins.module_utils._known_vars import ours
 from ansible_collections.volta.serving.plugins.module_utils._model import (
     ModelError,
     resolve_instances,
 )
-from ansible_collections.volta.serving.plugins.module_utils._plan import (
+from ansible_collections.volta.serving.plugins.plugin_utils._defaults import expression as role_default
+from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal as literal_default
+from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import ours
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import (
     DEFAULT_SECRETS_DIR,
     build_report,
 )
-from ansible_collections.volta.serving.plugins.module_utils._preflight_rules import (
+from ansible_collections.volta.serving.plugins.plugin_utils._preflight_rules import (
     ENGINE_VERSION_VARS,
     INDEXED,
     RELEASE_RE,
 )
-from ansible_collections.volta.serving.plugins.module_utils._releases import read_releases, urllib_read
-from ansible_collections.volta.serving.plugins.module_utils._shapes import shape_problems
+from ansible_collections.volta.serving.plugins.plugin_utils._releases import read_releases, urllib_read
+from ansible_collections.volta.serving.plugins.plugin_utils._shapes import shape_problems
 
 # No defaults here: an argument left out comes from VAR_DEFAULTS (host variables), whose
 # expressions carry the built-in defaults.

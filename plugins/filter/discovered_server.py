@@ -74,7 +74,7 @@ _value:
 def discovered_server(gpu_facts, host, meminfo=None, pci_functions=None, current=None):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load (tests/unit/plugins/filter/test_filter_imports.py).
-    from ansible_collections.volta.serving.plugins.module_utils._discover import discover
+    from ansible_collections.volta.serving.plugins.plugin_utils._discover import discover
 
     return discover(host, gpu_facts, meminfo=meminfo, pci_functions=pci_functions, current=current)
 

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 # Imported on call, not at load: Ansible loads every filter file of the collection in each task
 # worker that uses any one of them (docs/architecture.md, One read per role).
 def _logic():
-    from ansible_collections.volta.serving.plugins.module_utils import _engine_build
+    from ansible_collections.volta.serving.plugins.plugin_utils import _engine_build
 
     return _engine_build
 
@@ -34,7 +34,7 @@ def engine_build_plan(spec):
 
 
 def engine_wheel_paths(needs, cached_keys=None):
-    """Per host of the play: build, copy or none (see module_utils/_engine_build.py)."""
+    """Per host of the play: build, copy or none (see plugin_utils/_engine_build.py)."""
     if not isinstance(needs, (list, tuple)):
         raise AnsibleFilterError(f"engine_wheel_paths: expected a list, got {needs!r}")
     return _logic().wheel_paths(list(needs), cached_keys or [])
@@ -50,7 +50,7 @@ def engine_sdist_link(html, page_url, project, version):
 
 
 def engine_llamacpp_key(spec):
-    """The cache key of a llama.cpp build (see module_utils/_engine_build.py)."""
+    """The cache key of a llama.cpp build (see plugin_utils/_engine_build.py)."""
     if not isinstance(spec, dict):
         raise AnsibleFilterError(f"engine_llamacpp_key: expected a mapping, got {spec!r}")
     logic = _logic()

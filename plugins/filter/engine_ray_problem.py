@@ -44,7 +44,7 @@ _value:
 
 def engine_ray_problem(requires, pin, engine):
     """Filter entry point: see DOCUMENTATION."""
-    from ansible_collections.volta.serving.plugins.module_utils._cluster import ray_pin_problem
+    from ansible_collections.volta.serving.plugins.plugin_utils._cluster import ray_pin_problem
 
     return ray_pin_problem(list(requires or []), str(pin), str(engine))
 

@@ -81,7 +81,7 @@ def host_refusals(facts, host, server=None, driver_branch=None, kernel_module=No
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
     # task worker that uses any one of them (docs/architecture.md, One read per role).
-    from ansible_collections.volta.serving.plugins.module_utils._host_rules import host_refusals as _host_refusals
+    from ansible_collections.volta.serving.plugins.plugin_utils._host_rules import host_refusals as _host_refusals
 
     return _host_refusals(facts, server, host, driver_branch=None if driver_branch is None else str(driver_branch),
                           kernel_module=kernel_module,

@@ -57,7 +57,7 @@ def input_shapes(variables, host):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
     # task worker that uses any one of them (docs/architecture.md, One read per role).
-    from ansible_collections.volta.serving.plugins.module_utils._shapes import shape_problems
+    from ansible_collections.volta.serving.plugins.plugin_utils._shapes import shape_problems
 
     return shape_problems(host, dict(variables or {}))
 

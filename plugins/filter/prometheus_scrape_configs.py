@@ -60,7 +60,7 @@ _value:
 
 def prometheus_scrape_configs(targets, key_dir, ca_file="", self_target="localhost:9090"):
     """Filter entry point: see DOCUMENTATION."""
-    from ansible_collections.volta.serving.plugins.module_utils import _monitoring
+    from ansible_collections.volta.serving.plugins.plugin_utils import _monitoring
 
     return {
         "scrape_configs": _monitoring.scrape_configs(targets, key_dir, ca_file, self_target),

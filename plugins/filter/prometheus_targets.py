@@ -63,7 +63,7 @@ _value:
 
 def prometheus_targets(hosts, hostvars):
     """Filter entry point: see DOCUMENTATION."""
-    from ansible_collections.volta.serving.plugins.module_utils._monitoring import scrape_targets
+    from ansible_collections.volta.serving.plugins.plugin_utils._monitoring import scrape_targets
 
     return scrape_targets(list(hosts or []), hostvars)
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters router_plan, router_sources and serving_hosts (role volta.serving.router, the firewall, the playbooks).
 
-The logic is in plugins/module_utils/_router.py; these read the inventory (hostvars) into plain views.
+The logic is in plugins/plugin_utils/_router.py; these read the inventory (hostvars) into plain views.
 """
 
 from __future__ import annotations
@@ -46,21 +46,21 @@ def _host_view(hostvars, host):
 def router_plan(hosts, hostvars, router_host, router_ports=None):
     """The router's services across *hosts* (group volta) and the findings that refuse them (see router_plan.yml)."""
     # Imported on call, not at load (see plugins/filter/engine_build.py).
-    from ansible_collections.volta.serving.plugins.module_utils._router import router_plan as plan
+    from ansible_collections.volta.serving.plugins.plugin_utils._router import router_plan as plan
 
     return plan([_host_view(hostvars, str(h)) for h in hosts or []], str(router_host), _plain(router_ports or {}))
 
 
 def router_backends(plan, host):
     """The backends of *host* in a router plan, each with its service (the drain of playbooks/upgrade.yml)."""
-    from ansible_collections.volta.serving.plugins.module_utils._router import host_backends
+    from ansible_collections.volta.serving.plugins.plugin_utils._router import host_backends
 
     return host_backends(_plain(plan), str(host))
 
 
 def router_sources(routers, hostvars):
     """The addresses the router hosts connect from; a router host without one fails (see router_sources.yml)."""
-    from ansible_collections.volta.serving.plugins.module_utils._router import router_sources as sources
+    from ansible_collections.volta.serving.plugins.plugin_utils._router import router_sources as sources
 
     views = []
     for host in routers or []:
@@ -81,7 +81,7 @@ def router_sources(routers, hostvars):
 
 def serving_hosts(groups):
     """Every host of the inventory but those only in group volta_router (see serving_hosts.yml)."""
-    from ansible_collections.volta.serving.plugins.module_utils._router import serving_hosts as hosts
+    from ansible_collections.volta.serving.plugins.plugin_utils._router import serving_hosts as hosts
 
     return hosts(_plain(groups))
 

@@ -53,7 +53,7 @@ def _undecryptable(value):
 @accept_lazy_markers
 def vault_unreadable(variables, host):
     """Filter entry point: see DOCUMENTATION."""
-    from ansible_collections.volta.serving.plugins.module_utils import _vault
+    from ansible_collections.volta.serving.plugins.plugin_utils import _vault
 
     return _vault.message(host, _vault.unreadable(variables, _undecryptable))
 

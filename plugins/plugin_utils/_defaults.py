@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-# <collection>/plugins/module_utils/_defaults.py -> <collection>/roles
+# <collection>/plugins/plugin_utils/_defaults.py -> <collection>/roles
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 # "{{ EXPR }}": a default that is one Jinja expression ("{{ volta_engines_root | default('/opt/volta/engines') }}").
 _EXPRESSION = re.compile(r"^\{\{(?P<expr>[^{}]*)\}\}$")

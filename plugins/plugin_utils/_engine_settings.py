@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._shapes import jinja_int
+from ansible_collections.volta.serving.plugins.plugin_utils._shapes import jinja_int
 
 SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 

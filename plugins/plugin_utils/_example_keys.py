@@ -5,7 +5,7 @@
 Pure Python, no Ansible imports. The example inventories ship keys anyone can read:
 ``inventories/lab`` encrypts its keys with the published example Vault password, and
 ``inventories/sim`` keeps its test keys in clear. Only their sha256 digests are recorded here
-(never the keys); tests/unit/plugins/module_utils/test_example_keys.py checks that the list is
+(never the keys); tests/unit/plugins/plugin_utils/test_example_keys.py checks that the list is
 the digests of the keys the inventories hold. The serving_plan action passes the digest of each
 configured key, never the key.
 """

@@ -133,7 +133,7 @@ def ray_problems(ray, host, open_ports=()):
     if not isinstance(ray, dict):
         return [f"{host}: the serving plan's ray entry is {ray!r}, not a mapping. Why: the firewall reads the "
                 "Ray cluster's interface, members and ports from it. Fix: report this as a bug of volta.serving "
-                "(plugins/module_utils/_cluster.py ray_plan). Nothing was changed."]
+                "(plugins/plugin_utils/_cluster.py ray_plan). Nothing was changed."]
     found = [interface_problem(host, ray), peers_problem(host, ray), ports_problem(host, ray)]
     found.append(overlap_problem(host, ray, open_ports) if not found[2] else "")
     return [problem for problem in found if problem]

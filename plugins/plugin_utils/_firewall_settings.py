@@ -10,8 +10,8 @@ changed."; the order is the order the role has always checked them in.
 
 from __future__ import annotations
 
-from ansible_collections.volta.serving.plugins.module_utils._cidr import split_cidrs
-from ansible_collections.volta.serving.plugins.module_utils._shapes import jinja_int as as_int
+from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
+from ansible_collections.volta.serving.plugins.plugin_utils._shapes import jinja_int as as_int
 
 BACKENDS = ("nftables", "ufw")
 NETWORK_VARS = ("firewall_ssh_cidrs", "firewall_api_cidrs", "firewall_metrics_cidrs", "firewall_router_cidrs")

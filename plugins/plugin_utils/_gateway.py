@@ -15,9 +15,9 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._cidr import check_cidr
-from ansible_collections.volta.serving.plugins.module_utils._inputs import control_characters
 from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._cidr import check_cidr
+from ansible_collections.volta.serving.plugins.plugin_utils._inputs import control_characters
 
 GATEWAY_KEYS = (
     "listen_address",

@@ -14,8 +14,8 @@ import difflib
 import functools
 import os
 
-from ansible_collections.volta.serving.plugins.module_utils._defaults import ROLES, load_yaml
 from ansible_collections.volta.serving.plugins.module_utils._rules import WARNING, finding
+from ansible_collections.volta.serving.plugins.plugin_utils._defaults import ROLES, load_yaml
 
 # The prefixes of the roles' public variables (and volta_ for the whole run's); longest first is not
 # needed: a name is ours when it starts with any of them.

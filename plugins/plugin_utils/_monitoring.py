@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from ansible_collections.volta.serving.plugins.module_utils._cluster import read_cluster
 from ansible_collections.volta.serving.plugins.module_utils._services import key_name
+from ansible_collections.volta.serving.plugins.plugin_utils._cluster import read_cluster
 
 # Scrape job names the alert rules and the dashboard use.
 JOBS = {"node": "volta-node", "gpu": "volta-gpu", "engine": "volta-engine"}

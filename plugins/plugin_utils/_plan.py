@@ -19,31 +19,6 @@ import copy
 import json
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils import _defaults
-from ansible_collections.volta.serving.plugins.module_utils._cluster import (
-    cluster_findings,
-    join_cluster,
-    ray_plan,
-    ray_unit,
-    read_cluster,
-)
-from ansible_collections.volta.serving.plugins.module_utils._cluster import role as cluster_role
-from ansible_collections.volta.serving.plugins.module_utils._example_keys import check_example_keys
-from ansible_collections.volta.serving.plugins.module_utils._gateway import check_gateway
-from ansible_collections.volta.serving.plugins.module_utils._health_rules import check_gpu_health
-from ansible_collections.volta.serving.plugins.module_utils._inputs import (
-    check_engines_root,
-    check_instance_text,
-    check_secret_env,
-    check_secrets_dir,
-    check_server_inputs,
-    profile_text_problem,
-    secret_env_names,
-    secret_names,
-)
-from ansible_collections.volta.serving.plugins.module_utils._known_vars import mode_finding, soften, suggestion
-from ansible_collections.volta.serving.plugins.module_utils._model_rules import check_models, infer_families
-from ansible_collections.volta.serving.plugins.module_utils._preflight_rules import preflight_findings
 from ansible_collections.volta.serving.plugins.module_utils._rules import (
     ALLOWED,
     DTYPES,
@@ -76,9 +51,34 @@ from ansible_collections.volta.serving.plugins.module_utils._services import (
     listeners,
     plan_services,
 )
-from ansible_collections.volta.serving.plugins.module_utils._skipped import controller_model_facts, skipped
-from ansible_collections.volta.serving.plugins.module_utils._units import check_start_limit, unit_sandbox
-from ansible_collections.volta.serving.plugins.module_utils._vllm_cli import check_flags, resolve_args
+from ansible_collections.volta.serving.plugins.plugin_utils import _defaults
+from ansible_collections.volta.serving.plugins.plugin_utils._cluster import (
+    cluster_findings,
+    join_cluster,
+    ray_plan,
+    ray_unit,
+    read_cluster,
+)
+from ansible_collections.volta.serving.plugins.plugin_utils._cluster import role as cluster_role
+from ansible_collections.volta.serving.plugins.plugin_utils._example_keys import check_example_keys
+from ansible_collections.volta.serving.plugins.plugin_utils._gateway import check_gateway
+from ansible_collections.volta.serving.plugins.plugin_utils._health_rules import check_gpu_health
+from ansible_collections.volta.serving.plugins.plugin_utils._inputs import (
+    check_engines_root,
+    check_instance_text,
+    check_secret_env,
+    check_secrets_dir,
+    check_server_inputs,
+    profile_text_problem,
+    secret_env_names,
+    secret_names,
+)
+from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import mode_finding, soften, suggestion
+from ansible_collections.volta.serving.plugins.plugin_utils._model_rules import check_models, infer_families
+from ansible_collections.volta.serving.plugins.plugin_utils._preflight_rules import preflight_findings
+from ansible_collections.volta.serving.plugins.plugin_utils._skipped import controller_model_facts, skipped
+from ansible_collections.volta.serving.plugins.plugin_utils._units import check_start_limit, unit_sandbox
+from ansible_collections.volta.serving.plugins.plugin_utils._vllm_cli import check_flags, resolve_args
 
 BIND_HOST = "127.0.0.1"
 BACKEND_PORT_OFFSET = 10000

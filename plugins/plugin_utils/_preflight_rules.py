@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._known_vars import unknown_variables
 from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import unknown_variables
 
 SHA256_RE = re.compile(r"[0-9a-fA-F]{64}")
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.volta.serving.plugins.module_utils._known_vars import ours
+from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import ours
 
 
 def unreadable_paths(name, value, undecryptable):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.volta.serving.plugins.module_utils._rules import VLLM_ENGINES, finding, has_flag
-from ansible_collections.volta.serving.plugins.module_utils._vllm_flags import RECORDED_VERSION, SERVE_FLAGS
+from ansible_collections.volta.serving.plugins.plugin_utils._vllm_flags import RECORDED_VERSION, SERVE_FLAGS
 
 _NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
 # -O3 / -O=3 is vLLM's shorthand for --optimization-level (its parser rewrites it before argparse).

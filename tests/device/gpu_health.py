@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
 
 from ansible_collections.volta.serving.plugins.module_utils._gpu_health import health_lines
-from ansible_collections.volta.serving.plugins.module_utils._health_rules import check_gpu_health
+from ansible_collections.volta.serving.plugins.plugin_utils._health_rules import check_gpu_health
 
 
 def main(argv):

@@ -7,7 +7,7 @@
 
 Run on a lent machine (never on the controller, where no Prometheus may run): the binary is Debian
 12's /usr/bin/prometheus 2.42.0+ds-5+deb12u1 (the package the role installs), carried there. The
-scrape configuration comes from module_utils/_monitoring.py (scrape_targets, scrape_configs) for
+scrape configuration comes from plugin_utils/_monitoring.py (scrape_targets, scrape_configs) for
 one host with two engine instances; the rules are roles/prometheus/files/volta-alerts.yml.
 
 The scraped endpoints are stand-ins served here on 127.0.0.1: a volta-exporter page (our own

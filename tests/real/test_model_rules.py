@@ -1,4 +1,4 @@
-"""The model rules (plugins/module_utils/_model_rules.py) against the REAL vLLM 0.21.0's ModelConfig.
+"""The model rules (plugins/plugin_utils/_model_rules.py) against the REAL vLLM 0.21.0's ModelConfig.
 
 Each case is a checkpoint of tests/fixtures/models (config.json recorded from the real model, no
 weights), a max_model_len and a tensor_parallel. Real vLLM's ModelConfig reads the checkpoint and
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import vllm_venv
 from ansible_collections.volta.serving.plugins.module_utils._model_facts import gather
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -105,7 +105,7 @@ def test_every_alert_names_host_severity_and_gpu(alert):
 def _render_config(tmp_path, **overrides):
     """roles/prometheus's prometheus.yml for one scrapable host, its rule and key paths under *tmp_path*."""
     from ansible.template import Templar, trust_as_template
-    from ansible_collections.volta.serving.plugins.module_utils import _monitoring
+    from ansible_collections.volta.serving.plugins.plugin_utils import _monitoring
 
     role = ROOT / "roles/prometheus"
     variables = {**yaml.safe_load((role / "defaults/main.yml").read_text(encoding="utf-8")),

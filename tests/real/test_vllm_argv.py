@@ -25,8 +25,8 @@ import pytest
 import vllm_venv
 import yaml
 from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report, default_settings
 from ansible_collections.volta.serving.plugins.module_utils._rules import VLLM_ENGINES
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report, default_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

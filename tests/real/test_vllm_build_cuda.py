@@ -3,7 +3,7 @@
 vLLM picks the architectures it compiles for from a chain of ``if``/``elseif`` on the nvcc version
 (``CUDA_SUPPORTED_ARCHS``) and intersects it with ``TORCH_CUDA_ARCH_LIST``. From 0.20.0 on, 7.0 is
 in the list only for nvcc older than 12.8, so the role builds with the CUDA of torch's build (12.6
-for cu126) rather than with the 12.8 toolkit (module_utils/_engine_build.build_cuda).
+for cu126) rather than with the 12.8 toolkit (plugin_utils/_engine_build.build_cuda).
 """
 
 import re
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils._engine_build import build_cuda
+from ansible_collections.volta.serving.plugins.plugin_utils._engine_build import build_cuda
 from artifacts import fetch, member
 
 ROOT = Path(__file__).resolve().parents[2]

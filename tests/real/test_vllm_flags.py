@@ -1,6 +1,6 @@
 """The recorded ``vllm serve`` flag list and the flag resolver against the REAL vLLM 0.21.0 parser.
 
-``plugins/module_utils/_vllm_flags.py`` records the option strings of vLLM 0.21.0's serve parser;
+``plugins/plugin_utils/_vllm_flags.py`` records the option strings of vLLM 0.21.0's serve parser;
 ``_vllm_cli`` resolves extra_args against it (``_`` -> ``-``, unique prefixes). Here the real
 parser (``vllm_flags_probe.py`` in the cached venv of ``vllm_venv.py``) gives its own list, its
 ``allow_abbrev``, and how it reads a table of spellings: the list must be equal, and for every
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import vllm_venv
-from ansible_collections.volta.serving.plugins.module_utils import _vllm_cli, _vllm_flags
+from ansible_collections.volta.serving.plugins.plugin_utils import _vllm_cli, _vllm_flags
 
 HERE = Path(__file__).resolve().parent
 MARKER = "VOLTA-FLAGS-RESULT "

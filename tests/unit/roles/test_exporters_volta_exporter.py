@@ -330,14 +330,14 @@ def test_every_emitted_name_is_in_the_contract_table():
 
 
 def test_the_exporter_emits_the_monitoring_contract_plus_its_error_series():
-    from ansible_collections.volta.serving.plugins.module_utils._monitoring import CONTRACT_METRICS
+    from ansible_collections.volta.serving.plugins.plugin_utils._monitoring import CONTRACT_METRICS
 
     assert set(vx.METRICS) - {"volta_gpu_exporter_nvml_errors"} == set(CONTRACT_METRICS)
 
 
 def test_the_role_defaults_are_the_ones_the_monitoring_side_assumes():
     import yaml
-    from ansible_collections.volta.serving.plugins.module_utils._monitoring import EXPORTERS_DEFAULTS
+    from ansible_collections.volta.serving.plugins.plugin_utils._monitoring import EXPORTERS_DEFAULTS
 
     defaults = yaml.safe_load((ROOT / "roles/exporters/defaults/main.yml").read_text(encoding="utf-8"))
     assert {k: defaults[k] for k in EXPORTERS_DEFAULTS} == EXPORTERS_DEFAULTS

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from ansible_collections.volta.serving.plugins.module_utils._cidr import split_cidrs
+from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "firewall"
 

@@ -17,8 +17,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from ansible_collections.volta.serving.plugins.filter.firewall_ray_problems import firewall_ray_problems
-from ansible_collections.volta.serving.plugins.module_utils._cidr import split_cidrs
-from ansible_collections.volta.serving.plugins.module_utils._cluster import ray_plan
+from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
+from ansible_collections.volta.serving.plugins.plugin_utils._cluster import ray_plan
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "firewall"
 VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
@@ -65,7 +65,7 @@ def templar(serving_plan, **extra):
         "firewall_api_cidrs": ["192.0.2.10", "2001:db8::10"],
         "firewall_ssh_port": 22,
         "__firewall_serving_plan": serving_plan,
-        # volta.serving.cidr_split's answers (plugins/module_utils/_cidr.py), without the collection loader.
+        # volta.serving.cidr_split's answers (plugins/plugin_utils/_cidr.py), without the collection loader.
         "__firewall_ssh_nets": split_cidrs(["192.0.2.0/24"]),
         "__firewall_api_nets": split_cidrs(["192.0.2.10", "2001:db8::10"]),
         "__firewall_metrics_nets": split_cidrs([]),

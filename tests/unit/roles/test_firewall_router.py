@@ -16,7 +16,7 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from ansible_collections.volta.serving.plugins.module_utils._cidr import split_cidrs
+from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "firewall"
 VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
@@ -42,7 +42,7 @@ def render(name, host="gpu-a", routers=("10.0.0.2", "2001:db8::2")):
         "firewall_api_cidrs": ["192.0.2.10"],
         "firewall_ssh_port": 22,
         "__firewall_serving_plan": PLAN,
-        # volta.serving.cidr_split's answers (plugins/module_utils/_cidr.py), without the collection loader.
+        # volta.serving.cidr_split's answers (plugins/plugin_utils/_cidr.py), without the collection loader.
         "__firewall_ssh_nets": split_cidrs(["192.0.2.0/24"]),
         "__firewall_api_nets": split_cidrs(["192.0.2.10"]),
         "__firewall_metrics_nets": split_cidrs([]),

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """roles/prometheus/files: the Grafana dashboard and the alert rules name only metrics that exist.
 
-Metrics are the exporter contract's (module_utils/_monitoring.CONTRACT_METRICS), node_exporter's
+Metrics are the exporter contract's (plugin_utils/_monitoring.CONTRACT_METRICS), node_exporter's
 (``node_``), vLLM's (``vllm:``) or Prometheus's own ``up``; every datasource is the dashboard's
 ``datasource`` template variable. tests/real/test_prometheus_rules.py parses every expression with
 the real promtool and checks the ``vllm:`` names against the real vLLM release.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils._monitoring import CONTRACT_METRICS
+from ansible_collections.volta.serving.plugins.plugin_utils._monitoring import CONTRACT_METRICS
 
 FILES = Path(__file__).resolve().parents[3] / "roles/prometheus/files"
 DASHBOARD = json.loads((FILES / "volta-dashboard.json").read_text(encoding="utf-8"))

@@ -53,12 +53,13 @@ def test_the_index_reader_opens_urls_with_ansible():
 
 def test_ansible_loads_every_filter_without_module_utils():
     # Through Ansible's own loader, as a task worker does: the first volta filter looked up loads
-    # every filter file of the collection, and none of them may pull in a module_utils.
+    # every filter file of the collection, and none of them may pull in a module_utils or plugin_utils file.
     code = (f"import sys\nfrom ansible.plugins.loader import init_plugin_loader, filter_loader\n"
             f"init_plugin_loader([{str(COLLECTIONS)!r}])\n"
             "filter_loader.get('volta.serving.systemd_exec')\n"
             "files = sorted(m.rsplit('.', 1)[1] for m in sys.modules if '.volta.serving.plugins.filter.' in m)\n"
-            "utils = sorted(m.rsplit('.', 1)[1] for m in sys.modules if '.volta.serving.plugins.module_utils.' in m)\n"
+            "ours = ('.volta.serving.plugins.module_utils.', '.volta.serving.plugins.plugin_utils.')\n"
+            "utils = sorted(m.rsplit('.', 1)[1] for m in sys.modules if any(p in m for p in ours))\n"
             "print(' '.join(files)); print(' '.join(utils) or '-')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     files, utils = out.stdout.splitlines()[-2:]
@@ -68,14 +69,14 @@ def test_ansible_loads_every_filter_without_module_utils():
 
 
 @pytest.mark.parametrize(("plugin", "filter_name", "args", "module_utils"), [
-    ("cidr_split", "cidr_split", "(['10.0.0.0/8'])", "_cidr"),
-    ("model_plan", "model_switch_back", "([{'name': 'a', 'model': 'x'}], 'a', 'y')", "_model"),
-    ("engine_build", "engine_wheel_paths", "([])", "_engine_build"),
+    ("cidr_split", "cidr_split", "(['10.0.0.0/8'])", "plugin_utils._cidr"),
+    ("model_plan", "model_switch_back", "([{'name': 'a', 'model': 'x'}], 'a', 'y')", "module_utils._model"),
+    ("engine_build", "engine_wheel_paths", "([])", "plugin_utils._engine_build"),
 ])
 def test_a_filter_loads_its_module_utils_when_called(plugin, filter_name, args, module_utils):
     lines = _loaded_after(
         f"from ansible_collections.volta.serving.plugins.filter import {plugin} as p\n"
-        f"name = 'ansible_collections.volta.serving.plugins.module_utils.{module_utils}'\n"
+        f"name = 'ansible_collections.volta.serving.plugins.{module_utils}'\n"
         f"before = name in sys.modules\n"
         f"p.FilterModule().filters()[{filter_name!r}]{args}\n"
         f"print(before, name in sys.modules)")

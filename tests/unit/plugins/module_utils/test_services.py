@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
 from ansible_collections.volta.serving.plugins.module_utils._services import in_flight, rotation_files, server_line
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 PCIE = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
         "nvlink_islands": [], "ram_gb": 251}

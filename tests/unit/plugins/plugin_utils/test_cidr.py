@@ -1,11 +1,11 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/_cidr.py (firewall source networks)."""
+"""Unit tests for plugins/plugin_utils/_cidr.py (firewall source networks)."""
 
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils._cidr import check_cidr, split_cidrs
+from ansible_collections.volta.serving.plugins.plugin_utils._cidr import check_cidr, split_cidrs
 
 # value -> canonical network (valid entries)
 VALID = [

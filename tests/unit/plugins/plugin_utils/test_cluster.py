@@ -1,4 +1,4 @@
-"""An instance over several hosts (module_utils/_cluster.py): the preflight rules, asserted by their
+"""An instance over several hosts (plugin_utils/_cluster.py): the preflight rules, asserted by their
 messages, and the plan each member gets (the head's vLLM over Ray, every member's Ray node)."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils._cluster import (
+from ansible_collections.volta.serving.plugins.plugin_utils._cluster import (
     CLUSTER_RULES,
     missing_members,
     ray_port_numbers,
 )
-from ansible_collections.volta.serving.plugins.module_utils._defaults import literal
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 PORTS = literal("engine_service", "engine_service_ray_ports")
 SERVER = {"gpu_model": "Tesla V100-SXM2-32GB", "gpu_count": 8, "compute_capability": "7.0",
@@ -189,7 +189,7 @@ def test_missing_members_are_named_in_member_order():
 
 
 def test_ray_pin_against_the_engine_and_the_token_floor():
-    from ansible_collections.volta.serving.plugins.module_utils._cluster import ray_pin_problem
+    from ansible_collections.volta.serving.plugins.plugin_utils._cluster import ray_pin_problem
 
     assert ray_pin_problem(["packaging", "torch==2.11.0"], "2.54.0", "vllm 0.21.0") == ""
     # vLLM 0.10-era wheels required ray[cgraph]>=2.48.0 for CUDA.

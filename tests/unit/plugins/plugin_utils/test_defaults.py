@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils import _defaults, _plan
+from ansible_collections.volta.serving.plugins.plugin_utils import _defaults, _plan
 
 ROLES = Path(__file__).resolve().parents[4] / "roles"
 

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/_discover.py: the volta_server block from the volta_gpu fact.
+"""Unit tests for plugins/plugin_utils/_discover.py: the volta_server block from the volta_gpu fact.
 
 The GPU read is the real capture of tests/fixtures/nvidia-smi (2x H200 on NVLink, driver 580, open
 kernel module) parsed by _gpu_facts, and V100 stand-ins in the same format.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils._discover import compare, discover, ram_gb
 from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import build_facts, empty_facts
+from ansible_collections.volta.serving.plugins.plugin_utils._discover import compare, discover, ram_gb
 
 CAPTURE = Path(__file__).resolve().parents[4] / "tests" / "fixtures" / "nvidia-smi" / "h200x2-ubuntu2404-driver580"
 MEMINFO = "MemTotal:       263518684 kB\nMemFree:        1000 kB\nMemAvailable:   2000 kB\n"

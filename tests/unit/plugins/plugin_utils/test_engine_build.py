@@ -1,11 +1,11 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/_engine_build.py (engine builds from source, build once per fleet)."""
+"""Unit tests for plugins/plugin_utils/_engine_build.py (engine builds from source, build once per fleet)."""
 
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils import _engine_build as eb
+from ansible_collections.volta.serving.plugins.plugin_utils import _engine_build as eb
 
 SPEC = {
     "method": "auto", "compute_capability": "7.0", "engine": "vllm", "version": "0.21.0",

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from ansible.template import Templar, trust_as_template
 from ansible_collections.volta.serving.plugins.filter import engine_settings_problems as plugin
-from ansible_collections.volta.serving.plugins.module_utils import _engine_settings as es
+from ansible_collections.volta.serving.plugins.plugin_utils import _engine_settings as es
 
 KNOWN = ["vllm", "onecat", "llamacpp"]
 SHA = "ab" * 32

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Published example keys refused outside a lab (plugins/module_utils/_example_keys.py).
+"""Published example keys refused outside a lab (plugins/plugin_utils/_example_keys.py).
 
 The recorded digests must be those of the keys the example inventories hold: the lab's Vault
 (decrypted here with its published example password) and the sim inventory's clear test keys.
@@ -15,8 +15,8 @@ import pytest
 import yaml
 from ansible.constants import DEFAULT_VAULT_ID_MATCH
 from ansible.parsing.vault import VaultLib, VaultSecret
-from ansible_collections.volta.serving.plugins.module_utils._example_keys import EXAMPLE_KEY_SHA256, check_example_keys
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._example_keys import EXAMPLE_KEY_SHA256, check_example_keys
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 REPO = Path(__file__).resolve().parents[4]
 LAB_VAULT = REPO / "inventories" / "lab" / "group_vars" / "all" / "vault.yml"

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from ansible.template import Templar, trust_as_template
 from ansible_collections.volta.serving.plugins.filter import firewall_ray_problems as plugin
-from ansible_collections.volta.serving.plugins.module_utils import _firewall_ray as fr
+from ansible_collections.volta.serving.plugins.plugin_utils import _firewall_ray as fr
 
 TCP_PORTS = ["6379", "6380", "6381", "6382", "6383", "6384", "6385", "10001", "20000-20199"]
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from ansible.template import Templar, trust_as_template
 from ansible_collections.volta.serving.plugins.filter import firewall_settings_problems as plugin
-from ansible_collections.volta.serving.plugins.module_utils import _firewall_settings as fs
+from ansible_collections.volta.serving.plugins.plugin_utils import _firewall_settings as fs
 
 GOOD = {
     "firewall_backend": "nftables",

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""api_gateway settings checked before nginx sees them (plugins/module_utils/_gateway.py).
+"""api_gateway settings checked before nginx sees them (plugins/plugin_utils/_gateway.py).
 
 The review's injections: ``64m; location /open/ { proxy_pass ...; } #`` as the body size passed
 preflight and nginx -t and served a path without the key; the listen address and the /metrics
@@ -11,8 +11,8 @@ without a word. Every case goes through build_report and asserts the message.
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils import _gateway
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils import _gateway
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
           "nvlink_islands": [], "ram_gb": 251}  # fmt: skip

@@ -19,13 +19,13 @@ from ansible_collections.volta.serving.plugins.module_utils._gpu_health import (
     health_lines,
     sysfs_gpus,
 )
-from ansible_collections.volta.serving.plugins.module_utils._health_rules import (
+from ansible_collections.volta.serving.plugins.module_utils._rules import RULES
+from ansible_collections.volta.serving.plugins.plugin_utils._health_rules import (
     HEALTH_RULES,
     check_gpu_health,
     failed_gpus,
 )
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
-from ansible_collections.volta.serving.plugins.module_utils._rules import RULES
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 from gpu_sim_root import PROPRIETARY, SIMULATOR, write_sim_root
 
 VERSIONS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 from ansible_collections.volta.serving.plugins.filter import host_refusals as flt
-from ansible_collections.volta.serving.plugins.module_utils import _host_rules as hr
+from ansible_collections.volta.serving.plugins.plugin_utils import _host_rules as hr
 
 SERVER = {"gpu_model": "Tesla V100-SXM2-32GB", "gpu_count": 10, "compute_capability": "7.0"}
 FACTS_OK = {"status": "ok", "gpus": [

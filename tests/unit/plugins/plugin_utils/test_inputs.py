@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Bad input refused by the serving plan (plugins/module_utils/_inputs.py, wired into _plan).
+"""Bad input refused by the serving plan (plugins/plugin_utils/_inputs.py, wired into _plan).
 
 Each case is an input that passed preflight before (security review, issue "Hardening"): a
 compute_capability typo that turned the V100 rules off, control characters that reach a unit file
@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils import _inputs
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils import _inputs
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 from .plan_inputs import INSTANCE, SERVER
 

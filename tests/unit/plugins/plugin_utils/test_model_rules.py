@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/_model_rules.py: the model-aware preflight.
+"""Unit tests for plugins/plugin_utils/_model_rules.py: the model-aware preflight.
 
 Every rule runs through _plan.build_report on the facts _model_facts reads from checkpoints copied
 from tests/fixtures/models (config.json and index recorded from the real models; see its README).
@@ -19,7 +19,7 @@ import pytest
 import yaml
 from ansible_collections.volta.serving.plugins.module_utils._gpu_facts import build_facts
 from ansible_collections.volta.serving.plugins.module_utils._model_facts import gather
-from ansible_collections.volta.serving.plugins.module_utils._model_rules import (
+from ansible_collections.volta.serving.plugins.plugin_utils._model_rules import (
     MODEL_RULES,
     checkpoint_quantization,
     derived_max_len,
@@ -28,7 +28,7 @@ from ansible_collections.volta.serving.plugins.module_utils._model_rules import 
     infer_family,
     tp_choices,
 )
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 REPO = Path(__file__).resolve().parents[4]
 MODELS = REPO / "tests" / "fixtures" / "models"

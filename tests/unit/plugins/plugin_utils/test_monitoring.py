@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/_monitoring.py: the scrape targets computed from inventory variables."""
+"""plugin_utils/_monitoring.py: the scrape targets computed from inventory variables."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils import _monitoring as m
+from ansible_collections.volta.serving.plugins.plugin_utils import _monitoring as m
 
 ROOT = Path(__file__).resolve().parents[4]
 KEY = "k" * 40

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/_plan.py and _rules.py: the serving plan and the V100 rules.
+"""Unit tests for plugins/plugin_utils/_plan.py and _rules.py: the serving plan and the V100 rules.
 
 Ground truth: shared/reference/v100-serving-facts.md (sections 1, 3, 4) and the seeds' pitfall
 table and working configurations. Expected command lines are written out by hand below from the
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils._cluster import CLUSTER_RULES
-from ansible_collections.volta.serving.plugins.module_utils._health_rules import HEALTH_RULES
 from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
-from ansible_collections.volta.serving.plugins.module_utils._model_rules import MODEL_RULES
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
 from ansible_collections.volta.serving.plugins.module_utils._rules import OVERRIDABLE, RULES
+from ansible_collections.volta.serving.plugins.plugin_utils._cluster import CLUSTER_RULES
+from ansible_collections.volta.serving.plugins.plugin_utils._health_rules import HEALTH_RULES
+from ansible_collections.volta.serving.plugins.plugin_utils._model_rules import MODEL_RULES
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 REPO = Path(__file__).resolve().parents[4]
 VLLM_FLAGS = REPO / "tests" / "lab" / "pypi" / "vllm-flags" / "0.21.0.json"

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils import _preflight_rules as rules
-from ansible_collections.volta.serving.plugins.module_utils import _skipped
+from ansible_collections.volta.serving.plugins.plugin_utils import _preflight_rules as rules
+from ansible_collections.volta.serving.plugins.plugin_utils import _skipped
 
 REAL_SHA = "d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19"
 

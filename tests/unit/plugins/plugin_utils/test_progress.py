@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils._progress import elapsed, last_line, progress
+from ansible_collections.volta.serving.plugins.plugin_utils._progress import elapsed, last_line, progress
 
 
 @pytest.mark.parametrize("seconds, text", [(0, "0s"), (59.9, "59s"), (60, "1m00s"), (200, "3m20s"),

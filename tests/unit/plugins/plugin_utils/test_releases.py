@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.volta.serving.plugins.module_utils import _releases
+from ansible_collections.volta.serving.plugins.plugin_utils import _releases
 
 INDEX = "https://pypi.example/simple"
 

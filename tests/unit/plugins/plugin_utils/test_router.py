@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/_router.py: the fleet router's services from the inventory.
+"""Unit tests for plugins/plugin_utils/_router.py: the fleet router's services from the inventory.
 
 Two hosts serve lab-chat on port 8000 (one replica each), as the molecule scenario `router` does; the
 findings are the refusals the router role asserts before any change.
@@ -9,13 +9,13 @@ findings are the refusals the router role asserts before any change.
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils._router import (
+from ansible_collections.volta.serving.plugins.module_utils._services import established_to, rotation_files
+from ansible_collections.volta.serving.plugins.plugin_utils._router import (
     host_backends,
     router_plan,
     router_sources,
     serving_hosts,
 )
-from ansible_collections.volta.serving.plugins.module_utils._services import established_to, rotation_files
 
 KEY = "router-test-key-0123456789abcdef0123"
 CHAT = {"name": "chat", "engine": "vllm", "model": "/srv/models/lab-chat", "served_model_name": "lab-chat",

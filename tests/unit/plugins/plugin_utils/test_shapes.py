@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The shape of volta_server, volta_instances and api_gateway_keys (plugins/module_utils/_shapes.py).
+"""The shape of volta_server, volta_instances and api_gateway_keys (plugins/plugin_utils/_shapes.py).
 
 Before: ``volta_instances: "chat"`` or ``volta_server: []`` stopped preflight with Ansible's argument-spec
 dump and no host; ``api_gateway_keys`` as a list with "dict2items requires a dictionary"; ``gpu_count: -1``
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.volta.serving.plugins.filter import input_shapes as plugin
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
-from ansible_collections.volta.serving.plugins.module_utils._shapes import describe, shape_problems
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._shapes import describe, shape_problems
 
 SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
           "nvlink_islands": [], "ram_gb": 251}  # fmt: skip

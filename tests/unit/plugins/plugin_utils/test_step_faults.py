@@ -1,11 +1,11 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/_step_faults.py: a full disk or an unreachable index read from a failed step's log."""
+"""plugin_utils/_step_faults.py: a full disk or an unreachable index read from a failed step's log."""
 
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils import _step_faults as f
+from ansible_collections.volta.serving.plugins.plugin_utils import _step_faults as f
 
 PYPI = "http://pypi.internal:8080/simple"
 TORCH = "http://pypi.internal:8080/whl"

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The engine units' sandbox and start limit (plugins/module_utils/_units.py), through build_report.
+"""The engine units' sandbox and start limit (plugins/plugin_utils/_units.py), through build_report.
 
 Before: the units had no DevicePolicy (every device of the host), no RestrictAddressFamilies, and
 systemd's default start limit (5 starts in 10 s) never tripped with RestartSec=10, so a broken
@@ -10,8 +10,8 @@ engine restarted forever.
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils import _units
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils import _units
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 2, "compute_capability": "7.0",
           "nvlink_islands": [], "ram_gb": 251}  # fmt: skip

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.volta.serving.plugins.module_utils import _vault
+from ansible_collections.volta.serving.plugins.plugin_utils import _vault
 
 
 class Locked:

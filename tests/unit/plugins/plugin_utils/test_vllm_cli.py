@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""extra_args flags resolved like the pinned vLLM parser (plugins/module_utils/_vllm_cli.py).
+"""extra_args flags resolved like the pinned vLLM parser (plugins/plugin_utils/_vllm_cli.py).
 
 The bypasses of the security review: ``--api_key sk...``, ``--api-ke sk...``, ``--hos 0.0.0.0``,
 ``--served_model_name x`` passed preflight and reached the argv. vLLM 0.21.0's parser reads them
@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils import _vllm_cli
-from ansible_collections.volta.serving.plugins.module_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils import _vllm_cli
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
 
 from .plan_inputs import INSTANCE, SERVER
 
