@@ -1,4 +1,4 @@
-"""What loading a filter plugin costs each task worker: no module_utils until a filter is called.
+"""What loading a filter plugin costs each task worker: no module_utils or plugin_utils until a filter is called.
 
 Every task worker that evaluates one of the collection's filters loads every filter file of the
 collection again (Ansible's filter loader walks them all; the workers are forked before the first
@@ -51,7 +51,7 @@ def test_the_index_reader_opens_urls_with_ansible():
     assert lines[1:] == [" ".join(HEAVY)]
 
 
-def test_ansible_loads_every_filter_without_module_utils():
+def test_ansible_loads_every_filter_without_its_helpers():
     # Through Ansible's own loader, as a task worker does: the first volta filter looked up loads
     # every filter file of the collection, and none of them may pull in a module_utils or plugin_utils file.
     code = (f"import sys\nfrom ansible.plugins.loader import init_plugin_loader, filter_loader\n"
@@ -68,15 +68,15 @@ def test_ansible_loads_every_filter_without_module_utils():
     assert utils == "-"
 
 
-@pytest.mark.parametrize(("plugin", "filter_name", "args", "module_utils"), [
+@pytest.mark.parametrize(("plugin", "filter_name", "args", "helper"), [
     ("cidr_split", "cidr_split", "(['10.0.0.0/8'])", "plugin_utils._cidr"),
     ("model_plan", "model_switch_back", "([{'name': 'a', 'model': 'x'}], 'a', 'y')", "module_utils._model"),
     ("engine_build", "engine_wheel_paths", "([])", "plugin_utils._engine_build"),
 ])
-def test_a_filter_loads_its_module_utils_when_called(plugin, filter_name, args, module_utils):
+def test_a_filter_loads_its_helper_when_called(plugin, filter_name, args, helper):
     lines = _loaded_after(
         f"from ansible_collections.volta.serving.plugins.filter import {plugin} as p\n"
-        f"name = 'ansible_collections.volta.serving.plugins.{module_utils}'\n"
+        f"name = 'ansible_collections.volta.serving.plugins.{helper}'\n"
         f"before = name in sys.modules\n"
         f"p.FilterModule().filters()[{filter_name!r}]{args}\n"
         f"print(before, name in sys.modules)")
