@@ -220,6 +220,11 @@ def inputs_digest(args):
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
 
 
+def one_expression(expressions, names):
+    """One Jinja dict expression whose key *name* holds the value of expressions[name], for each of *names*."""
+    return "{" + ", ".join(f"{name!r}: ({expressions[name]})" for name in names) + "}"
+
+
 def write_dump(dump_dir, host, plan):
     """Write *plan* to <dump_dir>/<host>.json on the controller; return the path."""
     os.makedirs(dump_dir, exist_ok=True)
@@ -261,17 +266,32 @@ class ActionModule(ActionBase):
     @staticmethod
     def _shape_problems(templar, given):
         """One line per host variable of the wrong type (volta_server, volta_instances, api_gateway_keys)."""
-        variables = {}
-        for name, argument in SHAPE_VARS.items():
-            if argument in given:
-                if name != "api_gateway_keys":
-                    variables[name] = given[argument]
-                continue
-            variables[name] = templar.evaluate_expression(trust_as_template(f"{name} | default(none)"))
-        host = given.get("host") or templar.evaluate_expression(
-            trust_as_template(VAR_DEFAULTS["host"])
-        )
+        variables = {name: given[argument] for name, argument in SHAPE_VARS.items()
+                     if argument in given and name != "api_gateway_keys"}
+        expressions = {name: f"{name} | default(none)"
+                       for name, argument in SHAPE_VARS.items() if argument not in given}
+        if "host" not in given:
+            expressions["host"] = VAR_DEFAULTS["host"]
+        read = ActionModule._evaluate_all(templar, expressions, ActionModule._each_raising)
+        host = given.get("host") or read.pop("host", None)
+        variables.update(read)
         return shape_problems(host, variables)
+
+    @staticmethod
+    def _evaluate_all(templar, expressions, each):
+        """name -> the value of each of *expressions* over the host's variables, in one expression: one Jinja
+        compile instead of one per name. When that fails, each(templar, expressions) reads them one at a time
+        (and so says which one fails, or leaves it out)."""
+        if not expressions:
+            return {}
+        try:
+            return dict(templar.evaluate_expression(trust_as_template(one_expression(expressions, list(expressions)))))
+        except Exception:
+            return each(templar, expressions)
+
+    @staticmethod
+    def _each_raising(templar, expressions):
+        return {name: templar.evaluate_expression(trust_as_template(e)) for name, e in expressions.items()}
 
     def _resolve_args(self, task_vars):
         """The task's arguments, each one left out read from the host's variables (VAR_DEFAULTS)."""
@@ -281,22 +301,32 @@ class ActionModule(ActionBase):
         if problems:
             raise AnsibleActionFail("\n".join(problems))
         merged = dict(given)
-        for name, expression in VAR_DEFAULTS.items():
-            if name in given:
-                continue
-            try:
-                value = templar.evaluate_expression(trust_as_template(expression))
-            except Exception as exc:
-                raise AnsibleActionFail(f"serving_plan: cannot read {name} from the host's variables ({expression}): "
-                                        f"{to_text(exc)}") from exc
-            if value is not None:
-                merged[name] = value
+        read = self._read_defaults(templar, [name for name in VAR_DEFAULTS if name not in given])
+        merged.update((name, value) for name, value in read.items() if value is not None)
         if "cluster_members" not in merged:
             merged["cluster_members"] = self._cluster_members(task_vars, merged.get("instances") or [])
         validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(merged)
         if validation.error_messages:
             raise AnsibleActionFail("serving_plan: " + "; ".join(validation.error_messages))
         return validation.validated_parameters
+
+    @staticmethod
+    def _read_defaults(templar, names):
+        """The VAR_DEFAULTS of *names* over the host's variables; when one cannot be read, the error names it."""
+        return ActionModule._evaluate_all(templar, {name: VAR_DEFAULTS[name] for name in names},
+                                          ActionModule._read_each)
+
+    @staticmethod
+    def _read_each(templar, expressions):
+        """Each of *expressions* (VAR_DEFAULTS) alone; the first that fails names its argument."""
+        read = {}
+        for name, expression in expressions.items():
+            try:
+                read[name] = templar.evaluate_expression(trust_as_template(expression))
+            except Exception as exc:
+                raise AnsibleActionFail(f"serving_plan: cannot read {name} from the host's variables ({expression}): "
+                                        f"{to_text(exc)}") from exc
+        return read
 
     def _cluster_members(self, task_vars, instances):
         """Member hostname -> what _cluster reads of it, for every member the host's cluster instances name."""
@@ -328,7 +358,8 @@ class ActionModule(ActionBase):
             "clusters": sorted(i.get("name") for i in theirs if isinstance(i.get("cluster"), dict)),
         }
 
-    def _evaluate(self, templar, expression):
+    @staticmethod
+    def _evaluate(templar, expression):
         """The value of *expression* over the host's variables, or None when it cannot be evaluated."""
         try:
             return templar.evaluate_expression(trust_as_template(expression))
@@ -350,7 +381,9 @@ class ActionModule(ActionBase):
         templar = self._templar.copy_with_new_env(available_variables=task_vars)
         facts = set(task_vars.get("ansible_facts") or {})
         names = sorted(k for k in task_vars if ours(k) and k not in facts)
-        values = {k: self._evaluate(templar, expr) for k, expr in PREFLIGHT_VARS.items()}
+        sha256_vars = [k for k in names if k.endswith("_sha256")]
+        values = self._evaluate_all(templar, {**PREFLIGHT_VARS, **{f"sha256:{k}": k for k in sha256_vars}},
+                                    lambda t, exprs: {k: self._evaluate(t, e) for k, e in exprs.items()})
         pins = self._pins(args)
         read = urllib_read(args["index_timeout"])
         releases = {variable: read_releases(values["index_url"], project, read)
@@ -362,7 +395,7 @@ class ActionModule(ActionBase):
             "driver_branch": args["driver_branch"],
             "engine_pins": pins,
             "releases": releases,
-            "sha256": {k: self._evaluate(templar, k) for k in names if k.endswith("_sha256")},
+            "sha256": {k: values[f"sha256:{k}"] for k in sha256_vars},
             "models": args.get("models") or {},
         }
 

@@ -22,8 +22,8 @@ import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.parsing.dataloader import DataLoader
 from ansible.parsing.vault import VaultLib, VaultSecret
-from ansible.template import Templar
-from ansible_collections.volta.serving.plugins.action.serving_plan import ActionModule
+from ansible.template import Templar, trust_as_template
+from ansible_collections.volta.serving.plugins.action.serving_plan import VAR_DEFAULTS, ActionModule
 
 REPO = Path(__file__).resolve().parents[4]
 ANSIBLE_PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
@@ -288,6 +288,29 @@ def test_action_run_missing_server_fails_in_one_line():
         "server-a: volta_server: expected a mapping (gpu_model, gpu_count, compute_capability, nvlink_islands, "
         "ram_gb), got nothing (not set, or null). Fix: describe the machine in host_vars/server-a.yml"
     )
+
+
+def test_an_input_that_cannot_be_read_is_named_with_its_expression():
+    # The inputs are read in one expression; when it fails, the error still names the argument that failed.
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R],
+                 "api_gateway_unauthorized_burst": trust_as_template("{{ 1 / 0 }}")}
+    with pytest.raises(AnsibleActionFail) as info:
+        make_action({}).run(task_vars=task_vars)
+    assert str(info.value).startswith(
+        "serving_plan: cannot read gateway from the host's variables ({'listen_address': ")
+    assert "division by zero" in str(info.value)
+
+
+def test_the_inputs_read_in_one_expression_equal_each_read_alone():
+    task_vars = {"inventory_hostname": "server-a", "volta_server": SXM2, "volta_instances": [COMMAND_R],
+                 "api_gateway_keys": {"command-r": "k" * 32, "other": ""}, "api_gateway_host_key": "h" * 32,
+                 "nvidia_driver_branch": 580, "engine_vllm_torch_cuda": "cu126", "firewall_api_cidrs": ["10.0.0.0/8"],
+                 "ansible_facts": {"volta_gpu": {"status": "ok", "gpus": []}}}
+    templar = Templar(loader=DataLoader(), variables=task_vars)
+    each = ActionModule._read_each(templar, VAR_DEFAULTS)
+    assert ActionModule._read_defaults(templar, list(VAR_DEFAULTS)) == each
+    assert each["gateway"]["key_shapes"] == {"api_gateway_keys[command-r]": "a" * 32, "api_gateway_host_key": "a" * 32}
+    assert each["driver_branch"] == "580"
 
 
 @pytest.mark.parametrize(
