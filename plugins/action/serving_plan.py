@@ -220,9 +220,9 @@ def inputs_digest(args):
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
 
 
-def one_expression(expressions, names):
-    """One Jinja dict expression whose key *name* holds the value of expressions[name], for each of *names*."""
-    return "{" + ", ".join(f"{name!r}: ({expressions[name]})" for name in names) + "}"
+def one_expression(expressions):
+    """One Jinja dict expression whose key *name* holds the value of expressions[name], for each name."""
+    return "{" + ", ".join(f"{name!r}: ({expression})" for name, expression in expressions.items()) + "}"
 
 
 def write_dump(dump_dir, host, plan):
@@ -272,26 +272,27 @@ class ActionModule(ActionBase):
                        for name, argument in SHAPE_VARS.items() if argument not in given}
         if "host" not in given:
             expressions["host"] = VAR_DEFAULTS["host"]
-        read = ActionModule._evaluate_all(templar, expressions, ActionModule._each_raising)
+        read = ActionModule._evaluate_all(templar, expressions, ActionModule._read_raw)
         host = given.get("host") or read.pop("host", None)
         variables.update(read)
         return shape_problems(host, variables)
 
     @staticmethod
-    def _evaluate_all(templar, expressions, each):
+    def _evaluate_all(templar, expressions, read_one):
         """name -> the value of each of *expressions* over the host's variables, in one expression: one Jinja
-        compile instead of one per name. When that fails, each(templar, expressions) reads them one at a time
-        (and so says which one fails, or leaves it out)."""
+        compile instead of one per name. When that fails, read_one(templar, name, expression) reads each alone
+        (and so lets the first error through, names its input, or makes the value None)."""
         if not expressions:
             return {}
         try:
-            return dict(templar.evaluate_expression(trust_as_template(one_expression(expressions, list(expressions)))))
+            return dict(templar.evaluate_expression(trust_as_template(one_expression(expressions))))
         except Exception:
-            return each(templar, expressions)
+            return {name: read_one(templar, name, expression) for name, expression in expressions.items()}
 
     @staticmethod
-    def _each_raising(templar, expressions):
-        return {name: templar.evaluate_expression(trust_as_template(e)) for name, e in expressions.items()}
+    def _read_raw(templar, _name, expression):
+        """The value of *expression*; its error goes through as it is."""
+        return templar.evaluate_expression(trust_as_template(expression))
 
     def _resolve_args(self, task_vars):
         """The task's arguments, each one left out read from the host's variables (VAR_DEFAULTS)."""
@@ -314,19 +315,16 @@ class ActionModule(ActionBase):
     def _read_defaults(templar, names):
         """The VAR_DEFAULTS of *names* over the host's variables; when one cannot be read, the error names it."""
         return ActionModule._evaluate_all(templar, {name: VAR_DEFAULTS[name] for name in names},
-                                          ActionModule._read_each)
+                                          ActionModule._read_named)
 
     @staticmethod
-    def _read_each(templar, expressions):
-        """Each of *expressions* (VAR_DEFAULTS) alone; the first that fails names its argument."""
-        read = {}
-        for name, expression in expressions.items():
-            try:
-                read[name] = templar.evaluate_expression(trust_as_template(expression))
-            except Exception as exc:
-                raise AnsibleActionFail(f"serving_plan: cannot read {name} from the host's variables ({expression}): "
-                                        f"{to_text(exc)}") from exc
-        return read
+    def _read_named(templar, name, expression):
+        """The value of one VAR_DEFAULTS expression; when it fails, the error names its argument."""
+        try:
+            return templar.evaluate_expression(trust_as_template(expression))
+        except Exception as exc:
+            raise AnsibleActionFail(f"serving_plan: cannot read {name} from the host's variables ({expression}): "
+                                    f"{to_text(exc)}") from exc
 
     def _cluster_members(self, task_vars, instances):
         """Member hostname -> what _cluster reads of it, for every member the host's cluster instances name."""
@@ -383,7 +381,7 @@ class ActionModule(ActionBase):
         names = sorted(k for k in task_vars if ours(k) and k not in facts)
         sha256_vars = [k for k in names if k.endswith("_sha256")]
         values = self._evaluate_all(templar, {**PREFLIGHT_VARS, **{f"sha256:{k}": k for k in sha256_vars}},
-                                    lambda t, exprs: {k: self._evaluate(t, e) for k, e in exprs.items()})
+                                    lambda t, _name, expression: self._evaluate(t, expression))
         pins = self._pins(args)
         read = urllib_read(args["index_timeout"])
         releases = {variable: read_releases(values["index_url"], project, read)

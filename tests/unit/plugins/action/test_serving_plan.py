@@ -307,7 +307,7 @@ def test_the_inputs_read_in_one_expression_equal_each_read_alone():
                  "nvidia_driver_branch": 580, "engine_vllm_torch_cuda": "cu126", "firewall_api_cidrs": ["10.0.0.0/8"],
                  "ansible_facts": {"volta_gpu": {"status": "ok", "gpus": []}}}
     templar = Templar(loader=DataLoader(), variables=task_vars)
-    each = ActionModule._read_each(templar, VAR_DEFAULTS)
+    each = {name: ActionModule._read_named(templar, name, expression) for name, expression in VAR_DEFAULTS.items()}
     assert ActionModule._read_defaults(templar, list(VAR_DEFAULTS)) == each
     assert each["gateway"]["key_shapes"] == {"api_gateway_keys[command-r]": "a" * 32, "api_gateway_host_key": "a" * 32}
     assert each["driver_branch"] == "580"
