@@ -55,13 +55,16 @@ sanity: setup
 real: setup
 	@tests/real/run
 
-# Scenarios run in MOLECULE_LANES parallel lanes, longest first; a failed one runs MOLECULE_RETRIES more
-# times, reported as such with why its failed tries failed (tests/molecule/run, docs/testing.md).
+# Scenarios run in MOLECULE_LANES parallel lanes, longest first, and one at a time in extra lanes up to
+# MOLECULE_MAX_LANES while the machine's CPU is idle (under make test: once the checks and llama.cpp's compile
+# are done); a failed one runs MOLECULE_RETRIES more times, reported as such with why its failed tries failed
+# (tests/molecule/run, docs/testing.md).
 MOLECULE_LANES ?= 2
+MOLECULE_MAX_LANES ?= 3
 MOLECULE_RETRIES ?= 1
 molecule: lab
-	@$(BIN)/python tests/molecule/run --lanes $(MOLECULE_LANES) --retries $(MOLECULE_RETRIES) \
-		--budget $(TEST_BUDGET_S) $(SCENARIOS)
+	@$(BIN)/python tests/molecule/run --lanes $(MOLECULE_LANES) --max-lanes $(MOLECULE_MAX_LANES) \
+		--retries $(MOLECULE_RETRIES) --budget $(TEST_BUDGET_S) $(SCENARIOS)
 
 ## make demo: the simulated lab (two V100 servers) and site.yml against it
 demo: lab

@@ -123,3 +123,65 @@ def test_without_retries_a_failure_is_not_run_again(monkeypatch, tmp_path, capsy
     assert runner.main(["broken"]) == 1
     assert tries == {"broken": 1}
     assert "    broken               FAILED" in capsys.readouterr().out
+
+
+def test_cpu_times_reads_idle_and_iowait_against_every_tick(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 5 50 800 40 0 5 0 0 0\ncpu0 50 2 25 400 20 0 2 0 0 0\n")
+    _, idle, ticks = runner.cpu_times(stat)
+    assert (idle, ticks) == (840, 1000)
+    assert runner.cpu_times(tmp_path / "missing") is None
+    assert runner.idle_share((0, 840, 1000), (10, 900, 1200)) == 0.3
+    assert runner.idle_share((0, 840, 1000), (10, 840, 1000)) is None
+
+
+def _watch(monkeypatch, idle_per_step, room=lambda: True, steps=8):
+    """watch_idle over fake samples, 10 s apart, each step idle for the given share; the idle shares it opened at."""
+    clock = {"t": 0, "n": 0}
+    opened = []
+
+    def cpu_times():
+        share = idle_per_step[min(clock["n"], len(idle_per_step) - 1)]
+        clock["idle"] = clock.get("idle", 0) + round(share * 200)
+        clock["ticks"] = clock.get("ticks", 0) + 200
+        clock["n"] += 1
+        clock["t"] += 10
+        return clock["t"], clock["idle"], clock["ticks"]
+
+    monkeypatch.setattr(runner, "cpu_times", cpu_times)
+    monkeypatch.setattr(runner.time, "sleep", lambda _: None)
+    runner.watch_idle(lambda: clock["n"] < steps, room, opened.append)
+    return opened
+
+
+def test_an_extra_lane_opens_after_the_machine_was_idle_a_whole_window_and_the_window_starts_again(monkeypatch):
+    # busy for three steps, then 50% idle: the window of samples 2 to 5 (30 s) is a third idle, which opens a
+    # lane; each later opening needs a whole window of its own (samples 5 to 8, 8 to 11), half idle
+    opened = _watch(monkeypatch, [0.0, 0.0, 0.0, 0.5], steps=12)
+    assert [round(share, 3) for share in opened] == [0.333, 0.5, 0.5]
+
+
+def test_no_lane_opens_on_a_busy_machine_or_without_room(monkeypatch):
+    assert _watch(monkeypatch, [0.2]) == []
+    assert _watch(monkeypatch, [0.9], room=lambda: False) == []
+
+
+def test_a_scenario_runs_in_an_extra_lane_while_the_machine_is_idle(monkeypatch, tmp_path, capsys):
+    _fake_molecule(monkeypatch, tmp_path, {"first": [0], "second": [0], "third": [0]})
+    lanes = {}
+    fake = runner.run_scenario
+
+    def run_scenario(name, lane_number, attempt, lock):
+        lanes[name] = lane_number
+        if lane_number == 1:  # the base lane stays on its scenario until the extra lane has taken one
+            while len(lanes) < 2:
+                runner.time.monotonic()
+        return fake(name, lane_number, attempt, lock)
+
+    monkeypatch.setattr(runner, "run_scenario", run_scenario)
+    monkeypatch.setattr(runner, "watch_idle", lambda keep_going, room, open_lane: open_lane(0.4))
+    assert runner.main(["--lanes", "1", "--max-lanes", "2", "first", "second", "third"]) == 0
+    out = capsys.readouterr().out
+    assert "=== lane 2 opens for one scenario: the machine was 40% idle over the last 30 s" in out
+    assert sorted(lanes.values()) == [1, 1, 2]
+    assert "3 of 3 scenario(s) ran in" in out and "on 1 lane(s) and 1 extra lane(s) opened while" in out
