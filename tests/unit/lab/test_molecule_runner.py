@@ -162,7 +162,7 @@ def test_an_extra_lane_opens_after_the_machine_was_idle_a_whole_window_and_the_w
 
 
 def test_no_lane_opens_on_a_busy_machine_or_without_room(monkeypatch):
-    assert _watch(monkeypatch, [0.2]) == []
+    assert _watch(monkeypatch, [0.15]) == []
     assert _watch(monkeypatch, [0.9], room=lambda: False) == []
 
 
