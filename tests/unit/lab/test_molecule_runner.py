@@ -128,8 +128,8 @@ def test_without_retries_a_failure_is_not_run_again(monkeypatch, tmp_path, capsy
 def test_cpu_times_reads_idle_and_iowait_against_every_tick(tmp_path):
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 5 50 800 40 0 5 0 0 0\ncpu0 50 2 25 400 20 0 2 0 0 0\n")
-    _, idle, ticks = runner.cpu_times(stat)
-    assert (idle, ticks) == (840, 1000)
+    stamp, idle, ticks = runner.cpu_times(stat)
+    assert (idle, ticks) == (840, 1000) and stamp > 0
     assert runner.cpu_times(tmp_path / "missing") is None
     assert runner.idle_share((0, 840, 1000), (10, 900, 1200)) == 0.3
     assert runner.idle_share((0, 840, 1000), (10, 840, 1000)) is None
