@@ -53,29 +53,34 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._loaded = set()
+        self._shared = False  # SHARED loaded (at the first play's start)
+        self._hosts = set()  # the hosts whose inventory connections are loaded
+        self._actions = set()  # (action, collections) of the tasks whose action plugin is loaded
 
     def v2_playbook_on_play_start(self, play):
-        if not self._loaded:
+        if not self._shared:
+            self._shared = True
             for loader, name in SHARED:
                 _load(loader, name)
-            self._loaded.add(None)
         gc.collect()
         gc.freeze()
 
     def v2_runner_on_start(self, host, task):
         """Load the task's action plugin in the controller process, just before its worker forks."""
-        if host is not None and host.name not in self._loaded:
-            self._loaded.add(host.name)
+        if host is not None and host.name not in self._hosts:
+            self._hosts.add(host.name)
             for connection in _inventory_connections(host):
                 _load(connection_loader, connection)
         key = (task.action, tuple(task.collections or ()))
-        if key in self._loaded:
+        if key in self._actions:
             return
-        self._loaded.add(key)
+        self._actions.add(key)
         collections = list(key[1]) or None
-        found = _load(module_loader.find_plugin_with_context, task.action, collection_list=collections)
-        handler = getattr(found, "action_plugin", None) if getattr(found, "resolved", False) else None
+        try:
+            found = module_loader.find_plugin_with_context(task.action, collection_list=collections)
+        except Exception:  # the worker resolves it again and reports the error in the task's result
+            found = None
+        handler = found.action_plugin if found is not None and found.resolved else None
         if not (handler and _load(action_loader, handler, collection_list=collections)):
             if not _load(action_loader, task.action, collection_list=collections):
                 _load(action_loader, NORMAL)
@@ -89,11 +94,8 @@ def _inventory_connections(host):
 
 
 def _load(loader, name, **kwargs):
-    """The plugin class *name* of *loader* (or what a loader method gives for it), None where it cannot be had."""
-    find = loader if callable(loader) else loader.get
-    if not callable(loader):
-        kwargs["class_only"] = True
+    """The plugin class *name* of *loader*, None where it cannot be had."""
     try:
-        return find(name, **kwargs)
+        return loader.get(name, class_only=True, **kwargs)
     except Exception:  # the worker loads it again and reports the error in the task's result
         return None

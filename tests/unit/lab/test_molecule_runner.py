@@ -6,6 +6,7 @@ bar, Ansible 2.19's YAML callback), taken from a driver scenario log and shorten
 
 import importlib.machinery
 import importlib.util
+import os
 from pathlib import Path
 
 _RUN = Path(__file__).resolve().parents[2] / "molecule" / "run"
@@ -128,11 +129,12 @@ def test_without_retries_a_failure_is_not_run_again(monkeypatch, tmp_path, capsy
 def test_cpu_times_reads_idle_and_iowait_against_every_tick(tmp_path):
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 5 50 800 40 0 5 0 0 0\ncpu0 50 2 25 400 20 0 2 0 0 0\n")
-    stamp, idle, ticks = runner.cpu_times(stat)
-    assert (idle, ticks) == (840, 1000) and stamp > 0
+    hz = os.sysconf("SC_CLK_TCK")
+    stamp, busy, idle = runner.cpu_times(stat)
+    assert (round(busy * hz), round(idle * hz)) == (160, 840) and stamp > 0
     assert runner.cpu_times(tmp_path / "missing") is None
-    assert runner.idle_share((0, 840, 1000), (10, 900, 1200)) == 0.3
-    assert runner.idle_share((0, 840, 1000), (10, 840, 1000)) is None
+    assert runner.idle_share((0, 160, 840), (10, 300, 900)) == 0.3
+    assert runner.idle_share((0, 160, 840), (10, 160, 840)) is None
 
 
 def _watch(monkeypatch, idle_per_step, room=lambda: True, steps=8):
@@ -143,10 +145,10 @@ def _watch(monkeypatch, idle_per_step, room=lambda: True, steps=8):
     def cpu_times():
         share = idle_per_step[min(clock["n"], len(idle_per_step) - 1)]
         clock["idle"] = clock.get("idle", 0) + round(share * 200)
-        clock["ticks"] = clock.get("ticks", 0) + 200
+        clock["busy"] = clock.get("busy", 0) + 200 - round(share * 200)
         clock["n"] += 1
         clock["t"] += 10
-        return clock["t"], clock["idle"], clock["ticks"]
+        return clock["t"], clock["busy"], clock["idle"]
 
     monkeypatch.setattr(runner, "cpu_times", cpu_times)
     monkeypatch.setattr(runner.time, "sleep", lambda _: None)

@@ -81,6 +81,8 @@ def test_task_start_loads_its_action_plugin_its_own_or_normal_and_skips_what_can
 def test_task_start_tries_each_action_once_per_run(monkeypatch):
     calls = []
     monkeypatch.setattr(gc_freeze, "_load", lambda loader, name, **kwargs: calls.append(name))
+    monkeypatch.setattr(gc_freeze.module_loader, "find_plugin_with_context",
+                        lambda name, **kwargs: calls.append(name))
     callback = gc_freeze.CallbackModule()
     task = types.SimpleNamespace(action="volta.serving.no_such_module", collections=[])
     try:
