@@ -157,7 +157,7 @@ CHECK = ("Check the engine ports and the Ray cluster's interface, addresses and 
 
 def check(serving_plan, **extra):
     """plan.yml's port check as Ansible runs it: (passes, the message it prints: success_msg or fail_msg)."""
-    found = task(CHECK)["ansible.builtin.assert"]
+    found = task(CHECK)["volta.serving.check"]
     t = templar(serving_plan, **extra)
     variables = {k: trust_as_template(v) for k, v in task(CHECK)["vars"].items()}
     t = Templar(loader=DataLoader(), variables={**t.available_variables, **variables})
