@@ -11,8 +11,8 @@ DOCUMENTATION = r"""
 module: check
 short_description: Assert conditions, rendering the failure message only when one is false
 description:
-  - Takes the arguments of M(ansible.builtin.assert) and answers as it does, with one difference in cost
-    only, never in the result.
+  - Takes the arguments of M(ansible.builtin.assert) and answers as it does, except where O(fail_msg) itself is
+    at fault (see there), because a check that passes never renders it.
   - M(ansible.builtin.assert) renders O(fail_msg) before it tests O(that), on every run. This action keeps
     O(fail_msg) as written until a condition is false and renders it then, so a check that passes does not
     pay for a message that names the same problems as its condition.
