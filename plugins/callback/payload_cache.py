@@ -18,9 +18,9 @@ description:
     when the playbook ends, and into the next run's payload cache when it starts, so that run builds only
     the payloads it lacks. It prints nothing and changes no result.
   - It keeps only the payloads of ansible-core's own modules and of this collection's. The store has one
-    directory per digest of ansible-core's version and of the content of every module and module_utils file of
-    ansible-core and of this collection, and a run reads only the directory of its own digest, so a changed
-    source, another ansible-core or another copy of the collection never gets an old payload. Directories of
+    directory per digest of ansible-core's version and of the place and content of every module and module_utils
+    file of ansible-core and of this collection, and a run reads only the directory of its own digest, so a
+    changed source, another ansible-core or another copy of either never gets an old payload. Directories of
     other digests that no run has read for 14 days are removed.
   - The payloads run on the managed hosts, so the store is used only when it belongs to the controller's user
     and no other user can write to it (it is made with mode 0700); otherwise the run goes on without it, with

@@ -6,9 +6,9 @@ ansible-core zips each module with the module_utils it imports once per run, int
 directory, and removes that directory at exit. Each entry there is named after the module and holds only
 files read from the controller: the module's source and its module_utils. So an entry built by one run is
 the entry the next run would build, as long as none of those sources changed. A store here is one directory
-per *source key*, a digest of ansible-core's version and of every module and module_utils file of
-ansible-core and of this collection; a changed file, another ansible-core or another copy of the collection
-gives another key, and a run only ever restores entries of its own key.
+per *source key*, a digest of ansible-core's version and of the place and content of every module and
+module_utils file of ansible-core and of this collection; a changed file, another ansible-core or another
+copy of either gives another key, and a run only ever restores entries of its own key.
 
 Pure Python, no Ansible imports, so unit tests import it directly.
 """
@@ -32,15 +32,15 @@ STALE_SECONDS = 14 * 24 * 3600
 
 
 def source_key(version, trees):
-    """The digest of *version* and of every file's path and content under each directory of *trees*.
+    """The digest of *version*, of each directory of *trees* and of every file's path and content under it.
 
-    *trees* is a sequence of (label, directory); a path is hashed relative to its directory under its label,
-    so moving a tree elsewhere on disk keeps the key and editing, adding or removing a file changes it.
+    *trees* is a sequence of (label, directory). Editing, adding or removing a file changes the key, and so
+    does a tree at another place on disk (ansible-core records the sources' places in a payload's entry).
     Compiled files (``.pyc``) and ``__pycache__`` directories are left out.
     """
     digest = hashlib.sha256(f"version {version}\n".encode())
     for label, top in trees:
-        digest.update(f"tree {label}\n".encode())
+        digest.update(f"tree {label} {os.path.abspath(top)}\n".encode())
         for folder, subfolders, names in os.walk(top):
             subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
             for name in sorted(names):
