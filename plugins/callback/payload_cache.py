@@ -55,6 +55,9 @@ from ansible_collections.volta.serving.plugins.plugin_utils import _payload_cach
 RUN_CACHE = "ansiballz_cache"
 _ANSIBLE = Path(ansible.__file__).resolve().parent
 _COLLECTION_PLUGINS = Path(__file__).resolve().parents[1]
+# How to silence the warning of a store that cannot be used.
+FIX = ("set VOLTA_SERVING_PAYLOAD_CACHE to a directory of your own, or leave volta.serving.payload_cache out of "
+       "callbacks_enabled")
 SOURCES = (("ansible-core modules", _ANSIBLE / "modules"), ("ansible-core module_utils", _ANSIBLE / "module_utils"),
            ("volta.serving modules", _COLLECTION_PLUGINS / "modules"),
            ("volta.serving module_utils", _COLLECTION_PLUGINS / "module_utils"))
@@ -74,14 +77,14 @@ class CallbackModule(CallbackBase):
         root = self.get_option("store_dir")
         refused = _payload_cache.usable_store(root)
         if refused:
-            self._display.warning(f"volta.serving.payload_cache: not used, {refused}")
+            self._display.warning(f"volta.serving.payload_cache: not used, {refused}; {FIX}")
             return
         try:
             self._key = _payload_cache.source_key(ansible_version, SOURCES)
             copied = _payload_cache.restore(root, self._key, os.path.join(C.DEFAULT_LOCAL_TMP, RUN_CACHE))
         except OSError as error:
             self._key = None
-            self._display.warning(f"volta.serving.payload_cache: not used, cannot read {root}: {error}")
+            self._display.warning(f"volta.serving.payload_cache: not used, cannot read {root}: {error}; {FIX}")
             return
         self._display.vvv(f"volta.serving.payload_cache: {len(copied)} module payload(s) from {root}")
 
