@@ -82,19 +82,11 @@ def usable_store(root):
 
 def restore(root, key, run_dir):
     """Copy the stored entries of *key* into *run_dir* (the run's payload cache); the names copied."""
-    store = os.path.join(root, key)
-    try:
-        names = sorted(n for n in os.listdir(store) if kept(n))
-    except FileNotFoundError:
+    store_dir = os.path.join(root, key)
+    if not os.path.isdir(store_dir):
         return []
-    os.makedirs(run_dir, exist_ok=True)
-    copied = []
-    for name in names:
-        target = os.path.join(run_dir, name)
-        if not os.path.exists(target):
-            _copy_whole(os.path.join(store, name), target)
-            copied.append(name)
-    os.utime(store)  # marks the key as in use, for the pruning in store()
+    copied = _copy_missing(store_dir, run_dir)
+    os.utime(store_dir)  # marks the key as in use, for the pruning in store()
     return copied
 
 
@@ -103,19 +95,24 @@ def store(root, key, run_dir, now=None):
 
     Then removes the stores of other keys that no run has used for STALE_SECONDS.
     """
+    copied = _copy_missing(run_dir, os.path.join(root, key))
+    _prune(root, key, time.time() if now is None else now)
+    return copied
+
+
+def _copy_missing(source_dir, target_dir):
+    """Copy each kept entry of *source_dir* that *target_dir* lacks (made, mode 0700, when needed); the names."""
     try:
-        names = sorted(n for n in os.listdir(run_dir) if kept(n))
+        names = sorted(n for n in os.listdir(source_dir) if kept(n))
     except FileNotFoundError:
-        names = []
-    store_dir = os.path.join(root, key)
+        return []
     copied = []
     for name in names:
-        target = os.path.join(store_dir, name)
+        target = os.path.join(target_dir, name)
         if not os.path.exists(target):
-            os.makedirs(store_dir, mode=0o700, exist_ok=True)
-            _copy_whole(os.path.join(run_dir, name), target)
+            os.makedirs(target_dir, mode=0o700, exist_ok=True)
+            _copy_whole(os.path.join(source_dir, name), target)
             copied.append(name)
-    _prune(root, key, time.time() if now is None else now)
     return copied
 
 
