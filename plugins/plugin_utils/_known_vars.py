@@ -26,6 +26,9 @@ UNKNOWN_MODES = ("error", "warn")
 UNKNOWN_RULES = ("unknown-variable", "unknown-field")
 # How close a known name must be to be suggested (difflib's ratio).
 CUTOFF = 0.7
+# Variables that were renamed: old name -> new name. An inventory that still sets an old name is refused
+# with the new one (unknown-variable), never silently ignored.
+RENAMED = {}
 
 
 @functools.cache
@@ -56,8 +59,8 @@ def ours(name):
 def unknown_variables(host, names, known=None):
     """One ``unknown-variable`` finding per name in *names* that has a role's prefix and no role reads."""
     known = known_variables() if known is None else known
-    return [
-        finding(
+    unknown = sorted({n for n in names if ours(n) and n not in known})
+    return [renamed_finding(host, name) if name in RENAMED else finding(
             "unknown-variable", host, None, name,
             f"{name} is not a variable of any volta.serving role; it is ignored.",
             "a misspelt variable silently leaves the role's default in place (a misspelt firewall_api_cidrs "
@@ -65,8 +68,19 @@ def unknown_variables(host, names, known=None):
             f"{suggestion(name, known)}Rename or remove {name} (each role's variables are the options of its "
             "meta/argument_specs.yml); volta_unknown_variables: warn makes this a warning.",
         )
-        for name in sorted({n for n in names if ours(n) and n not in known})
+        for name in unknown
     ]
+
+
+def renamed_finding(host, name):
+    """The ``unknown-variable`` finding of a variable that was renamed: it names the new name."""
+    new = RENAMED[name]
+    return finding(
+        "unknown-variable", host, None, name,
+        f"{name} was renamed {new}; {name} is no longer read.",
+        "the old name would silently leave the role's default in place.",
+        f"Rename {name} to {new} in the inventory (same value).",
+    )
 
 
 def soften(findings, mode):

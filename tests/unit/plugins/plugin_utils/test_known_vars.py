@@ -84,3 +84,11 @@ INVENTORY_FILES = sorted(p for p in [*REPO.glob("inventories/**/*.yml"), *REPO.g
 def test_the_shipped_inventories_have_no_unknown_variables(path):
     names = [name for variables in _inventory_variables(path) if isinstance(variables, dict) for name in variables]
     assert [f["message"] for f in _known_vars.unknown_variables("h", names)] == []
+
+
+def test_a_renamed_variable_is_refused_with_its_new_name(monkeypatch):
+    monkeypatch.setitem(_known_vars.RENAMED, "engine_fixups_old_name", "engine_new_name")
+    found = _known_vars.unknown_variables("gpu1", ["engine_fixups_old_name"], known=frozenset())
+    assert [f["rule"] for f in found] == ["unknown-variable"]
+    assert "engine_fixups_old_name was renamed engine_new_name" in found[0]["message"]
+    assert "Rename engine_fixups_old_name to engine_new_name" in found[0]["message"]
