@@ -49,14 +49,18 @@ def defined_names(tasks):
 
 
 def violations(role):
+    """An internal role (``_name``) names its own variables ``__name_...`` (private) and ``_name_...`` (its
+    inputs and results), as the callers pass them."""
+    base = role.lstrip("_")
+    own = (f"__{base}_", f"_{base}_") if role.startswith("_") else (f"__{role}_", f"{role}_")
     out = []
     for path in sorted((ROLES / role).glob("tasks/*.yml")) + sorted((ROLES / role).glob("handlers/*.yml")):
         for name, what, included in defined_names(yaml.safe_load(path.read_text(encoding="utf-8"))):
-            if name.startswith((f"__{role}_", f"{role}_", "ansible_")):
+            if name.startswith((*own, "ansible_")):
                 continue
             if included and name in spec_options(included):
                 continue
-            out.append(f"{path.relative_to(ROLES.parent)}: {what} {name} (name it __{role}_...)")
+            out.append(f"{path.relative_to(ROLES.parent)}: {what} {name} (name it {own[0]}...)")
     return out
 
 
@@ -76,3 +80,14 @@ def test_the_check_finds_a_short_name(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "ROLES", tmp_path / "roles")
     assert violations("demo") == ["roles/demo/tasks/main.yml: set_fact __found (name it __demo_...)",
                                   "roles/demo/tasks/main.yml: vars __pin (name it __demo_...)"]
+
+
+def test_an_internal_role_names_its_variables_without_its_underscore(tmp_path, monkeypatch):
+    role = tmp_path / "roles" / "_demo"
+    (role / "tasks").mkdir(parents=True)
+    (role / "tasks" / "main.yml").write_text(yaml.safe_dump([
+        {"name": "a", "ansible.builtin.set_fact": {"__demo_ok": 1, "_demo_result": 2, "___demo_x": 3, "__found": 4}},
+    ]))
+    monkeypatch.setattr(__import__(__name__), "ROLES", tmp_path / "roles")
+    assert violations("_demo") == ["roles/_demo/tasks/main.yml: set_fact ___demo_x (name it __demo_...)",
+                                   "roles/_demo/tasks/main.yml: set_fact __found (name it __demo_...)"]
