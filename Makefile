@@ -10,7 +10,7 @@ SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/m
 
 .PHONY: test checks fast demo demo-clean setup lab lint unit sanity real molecule clean
 
-# make test's budget on a 2-core build machine from a fresh clone with empty caches (docs/benchmarks.md):
+# make test's budget on a 2-core build machine from a fresh clone with empty caches (docs/dev/benchmarks.md#test-budget):
 # printed against the elapsed time after each scenario and at the end, never enforced.
 TEST_BUDGET_S := 2400
 
@@ -58,7 +58,7 @@ real: setup
 # Scenarios run in MOLECULE_LANES parallel lanes, longest first, and one at a time in extra lanes up to
 # MOLECULE_MAX_LANES while the machine's CPU is idle (under make test: once the checks and llama.cpp's compile
 # are done); a failed one runs MOLECULE_RETRIES more times, reported as such with why its failed tries failed
-# (tests/molecule/run, docs/testing.md).
+# (tests/molecule/run, docs/dev/testing.md).
 MOLECULE_LANES ?= 2
 MOLECULE_MAX_LANES ?= 3
 MOLECULE_RETRIES ?= 1
