@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A Ray cluster's ports in the firewall's rulesets: from the cluster's other members only, on its interface.
 
-roles/firewall's templates and plan.yml's report and check rendered with Ansible's templating and the role's
+roles/firewall's templates and main.yml's port report and check rendered with Ansible's templating and the role's
 vars/main.yml (as in test_firewall_router.py), for a serving plan with ``ray`` (the plan's contract, and one
 built by _cluster.ray_plan) and without it: a host in no Ray cluster gets the same ruleset as before, line
 for line. The molecule scenario `multinode` checks Ray's ports closed to a container that is not a member.
@@ -16,13 +16,14 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from ansible_collections.volta.serving.plugins.filter.firewall_plan import firewall_port_check, firewall_ports
 from ansible_collections.volta.serving.plugins.filter.firewall_ray_problems import firewall_ray_problems
 from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
 from ansible_collections.volta.serving.plugins.plugin_utils._cluster import ray_plan
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "firewall"
 VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-PLAN_TASKS = yaml.safe_load((ROLE / "tasks" / "plan.yml").read_text())
+PLAN_TASKS = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
 # engine_service_ray_ports' defaults.
 PORTS = {"gcs": 6379, "client_server": 10001, "node_manager": 6380, "object_manager": 6381,
          "runtime_env_agent": 6382, "dashboard_agent_grpc": 6383, "dashboard_agent_listen": 6384,
@@ -40,9 +41,20 @@ NFT_RULE = ('iifname "ens1f0" ip saddr { 10.0.0.1 } tcp dport { 6379, 6380, 6381
             '20000-20199 } accept comment "volta: Ray cluster big-pp2 (members only)"')
 
 
+# The collection's filters the role's vars and main.yml's check call, without the collection loader.
+FILTERS = {"volta.serving.firewall_ray_problems": firewall_ray_problems,
+           "volta.serving.firewall_ports": firewall_ports,
+           "volta.serving.firewall_port_check": firewall_port_check}
+
+
 def trusted(values):
-    """The role's own variables are templates, as Ansible reads them from the role."""
-    return {k: trust_as_template(v) if isinstance(v, str) else v for k, v in values.items()}
+    """The role's own variables are templates, as Ansible reads them from the role (nested ones too)."""
+    def trust(value):
+        if isinstance(value, str):
+            return trust_as_template(value)
+        return {k: trust(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    return {k: trust(v) for k, v in values.items()}
 
 
 def plan(ray="absent"):
@@ -74,7 +86,8 @@ def templar(serving_plan, **extra):
         **extra,
     }
     out = Templar(loader=DataLoader(), variables=variables)
-    out.environment.filters["volta.serving.firewall_ray_problems"] = firewall_ray_problems
+    for name, plugin in FILTERS.items():
+        out.environment.filters[name] = plugin
     return out
 
 
@@ -156,13 +169,15 @@ CHECK = ("Check the engine ports and the Ray cluster's interface, addresses and 
 
 
 def check(serving_plan, **extra):
-    """plan.yml's port check as Ansible runs it: (passes, the message it prints: success_msg or fail_msg)."""
+    """main.yml's port check as Ansible runs it: (passes, the message it prints: success_msg or fail_msg)."""
     found = task(CHECK)["volta.serving.check"]
     t = templar(serving_plan, **extra)
     variables = {k: trust_as_template(v) for k, v in task(CHECK)["vars"].items()}
     t = Templar(loader=DataLoader(), variables={**t.available_variables, **variables})
-    t.environment.filters["volta.serving.firewall_ray_problems"] = firewall_ray_problems
-    passes = all(t.evaluate_expression(trust_as_template(that)) for that in found["that"])
+    for name, plugin in FILTERS.items():
+        t.environment.filters[name] = plugin
+    thats = found["that"] if isinstance(found["that"], list) else [found["that"]]
+    passes = all(t.evaluate_expression(trust_as_template(that)) for that in thats)
     return passes, t.template(trust_as_template(found["success_msg" if passes else "fail_msg"]))
 
 

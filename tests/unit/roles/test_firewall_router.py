@@ -16,6 +16,7 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from ansible_collections.volta.serving.plugins.filter.firewall_plan import firewall_ports
 from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "firewall"
@@ -50,7 +51,9 @@ def render(name, host="gpu-a", routers=("10.0.0.2", "2001:db8::2")):
         "__firewall_state": {"live_present": False},
     }
     text = (ROLE / "templates" / name).read_text()
-    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    templar.environment.filters["volta.serving.firewall_ports"] = firewall_ports
+    return templar.template(trust_as_template(text))
 
 
 def test_nftables_lets_the_router_in_on_the_service_ports_only():

@@ -96,7 +96,10 @@ def test_filter_through_jinja():
 def test_the_role_passes_every_setting_the_checks_read():
     from pathlib import Path
 
-    task = yaml.safe_load((Path(__file__).parents[4] / "roles/firewall/tasks/preflight.yml").read_text())[0]
+    role = Path(__file__).parents[4] / "roles/firewall"
+    task = yaml.safe_load((role / "tasks/preflight.yml").read_text())[0]
     expression = task["vars"]["__firewall_settings_problems"]
-    for name in GOOD:
-        assert f"'{name}': {name}" in expression, name
+    assert "__firewall_settings | volta.serving.firewall_settings_problems(" in expression
+    settings = yaml.safe_load((role / "vars/main.yml").read_text())["__firewall_settings"]
+    assert set(GOOD) <= set(settings), set(GOOD) - set(settings)
+    assert all(value == "{{ " + name + " }}" for name, value in settings.items())
