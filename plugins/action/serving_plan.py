@@ -29,15 +29,13 @@ from ansible_collections.volta.serving.plugins.module_utils._model import (
 from ansible_collections.volta.serving.plugins.plugin_utils._defaults import expression as role_default
 from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal as literal_default
 from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import ours
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import (
-    DEFAULT_SECRETS_DIR,
-    build_report,
-)
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 from ansible_collections.volta.serving.plugins.plugin_utils._preflight_rules import (
     ENGINE_VERSION_VARS,
     INDEXED,
     RELEASE_RE,
 )
+from ansible_collections.volta.serving.plugins.plugin_utils._profiles import DEFAULT_SECRETS_DIR
 from ansible_collections.volta.serving.plugins.plugin_utils._releases import read_releases, urllib_read
 from ansible_collections.volta.serving.plugins.plugin_utils._shapes import shape_problems
 
@@ -181,6 +179,7 @@ VAR_DEFAULTS = {
     "shared": "{" + ", ".join(f"{field!r}: ({expression})" for field, expression in (
         # "" unless the inventory names one: the repository of the host's distribution (role _cuda_repo).
         ("cuda_repo_url", "nvidia_driver_cuda_repo_url | default('') | string"),
+        ("cuda_keyring_sha256", f"({role_default('nvidia_driver', 'nvidia_driver_cuda_keyring_sha256')}) | string"),
         ("python_index_url", role_default("engine", "engine_pypi_index_url")),
         ("pytorch_index_url", role_default("engine", "engine_pytorch_index_url")),
         ("uv_version", f"({role_default('engine', 'engine_uv_version')}) | string"),
@@ -275,6 +274,43 @@ def not_run_text(skipped):
     if not skipped:
         return ""
     return f"; not run ({len(skipped)}): " + "; ".join(skipped)
+
+
+def plan_inputs(host, args, instances, preflight=None):
+    """The PlanInputs of _plan.build_report from the action's resolved arguments (argument -> field)."""
+    return PlanInputs(
+        host,
+        args.get("server"),
+        instances,
+        driver_branch=args["driver_branch"],
+        driver_kernel_module=args["driver_kernel_module"],
+        cuda_version=args["cuda_version"],
+        engine_versions=args["engine_versions"],
+        ssh_port=args["ssh_port"],
+        keyed_instances=args["api_key_instances"],
+        host_key=args["api_host_key"],
+        generate_keys=args["api_generate_keys"],
+        profiles=args["profiles"],
+        engines_root=args["engines_root"],
+        secrets_dir=args["secrets_dir"],
+        reserved_ports=args["reserved_ports"],
+        build_packages=args.get("build_packages"),
+        ram_need_gb=args["ram_need_gb"],
+        gpu_facts=args.get("gpu_facts"),
+        model_facts=args.get("model_facts"),
+        platform={"host": args.get("host_platform"), "engine_pythons": args.get("engine_pythons"),
+                  "uv_python": args.get("python_uv_version"), "onecat_wheel": args.get("onecat_wheel")},
+        gateway=args.get("gateway"),
+        key_sha256=args.get("api_key_sha256"),
+        lab=bool(args.get("lab")),
+        units=args.get("units"),
+        unknown_mode=args.get("unknown_variables") or "error",
+        preflight=preflight,
+        model_facts_from=args["model_facts_from"],
+        cluster_members=args.get("cluster_members"),
+        ray_ports=args.get("ray_ports"),
+        service_home=args.get("service_home"),
+    )
 
 
 class ActionModule(ActionBase):
@@ -427,39 +463,7 @@ class ActionModule(ActionBase):
 
     def _build(self, host, args, preflight=None):
         """The report of the V100 rules and the plan (_plan.build_report) from the resolved arguments."""
-        return build_report(
-            host,
-            args.get("server"),
-            self._instances(args),
-            driver_branch=args["driver_branch"],
-            driver_kernel_module=args["driver_kernel_module"],
-            cuda_version=args["cuda_version"],
-            engine_versions=args["engine_versions"],
-            ssh_port=args["ssh_port"],
-            keyed_instances=args["api_key_instances"],
-            host_key=args["api_host_key"],
-            generate_keys=args["api_generate_keys"],
-            profiles=args["profiles"],
-            engines_root=args["engines_root"],
-            secrets_dir=args["secrets_dir"],
-            reserved_ports=args["reserved_ports"],
-            build_packages=args.get("build_packages"),
-            ram_need_gb=args["ram_need_gb"],
-            gpu_facts=args.get("gpu_facts"),
-            model_facts=args.get("model_facts"),
-            platform={"host": args.get("host_platform"), "engine_pythons": args.get("engine_pythons"),
-                      "uv_python": args.get("python_uv_version"), "onecat_wheel": args.get("onecat_wheel")},
-            gateway=args.get("gateway"),
-            key_sha256=args.get("api_key_sha256"),
-            lab=bool(args.get("lab")),
-            units=args.get("units"),
-            unknown_mode=args.get("unknown_variables") or "error",
-            preflight=preflight,
-            model_facts_from=args["model_facts_from"],
-            cluster_members=args.get("cluster_members"),
-            ray_ports=args.get("ray_ports"),
-            service_home=args.get("service_home"),
-        )
+        return build_report(plan_inputs(host, args, self._instances(args), preflight))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}

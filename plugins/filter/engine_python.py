@@ -11,13 +11,13 @@ from ansible.errors import AnsibleFilterError
 # Imported on call, not at load: Ansible loads every filter file of the collection in each task
 # worker that uses any one of them (docs/architecture.md, One read per role).
 def _logic():
-    from ansible_collections.volta.serving.plugins.module_utils import _python
+    from ansible_collections.volta.serving.plugins.plugin_utils import _python
 
     return _python
 
 
 def engine_python_choice(request):
-    """The interpreter of one engine on this host (module_utils/_python.choose), with ``problem``.
+    """The interpreter of one engine on this host (plugin_utils/_python.choose), with ``problem``.
 
     ``problem`` is empty when the choice stands, else the reason it cannot (the other keys are then
     empty): the role asserts on it, naming the host.

@@ -35,7 +35,7 @@ from ansible_collections.volta.serving.plugins.module_utils._pyreq import (
     parse_requirement,
     specifier_contains,
 )
-from ansible_collections.volta.serving.plugins.module_utils._rules import sm70_cuda_tags
+from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import sm70_cuda_tags
 
 USER_AGENT = "volta.serving-dist-metadata"
 SDIST_LIMIT = 256 * 1024 * 1024  # bytes; vLLM's sdist is about 31 MB

@@ -8,24 +8,17 @@ every replica (least connections), each replica keeping its own unit, backend po
 The service's API key is ``api_gateway_keys[<served_model_name>]`` (the instance's ``key_name``), so
 that every replica accepts the one key its clients send.
 
-``check_services(instances, ctx)`` returns the findings (instances that share a served_model_name
-must be the same model, revision, engine and context length; one service port; the key by the
-service's name); ``plan_services(entries)`` and ``listeners(entries, services)`` build what the
-gateway renders: one listener per public port, each with the backends it balances over.
+``plan_services(entries)`` and ``listeners(entries, services)`` build what the gateway renders: one
+listener per public port, each with the backends it balances over; module gateway_rotation reads the
+replicas' server lines and in-flight requests with ``server_line``, ``in_flight`` and ``established_to``.
+The rules of replica services (same model, one service port, the key by the service's name) are the
+controller's: plugin_utils/_rules_serving.py.
 """
 
 from __future__ import annotations
 
 import ipaddress
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
-
-# What replicas must share: a client that asks for the model may reach any of them.
-SAME_FIELDS = (
-    ("model", "model (its path carries the revision)"),
-    ("engine", "engine"),
-    ("max_model_len", "max_model_len"),
-)
 # The gateway's passive health check of a replica (nginx upstream server parameters): one failed
 # connection takes it out for FAIL_TIMEOUT seconds, then one request tries it again.
 MAX_FAILS = 1
@@ -36,104 +29,6 @@ ROTATION_DIR = "/etc/nginx/volta/rotation"
 def key_name(inst):
     """The name of the instance's key in api_gateway_keys: its service's for a replica, else its own."""
     return inst["served_model_name"] if inst.get("service_port") is not None else inst["name"]
-
-
-def _groups(instances):
-    """served_model_name -> the enabled, named instances that serve it, in inventory order."""
-    groups = {}
-    for inst in instances:
-        if inst["enabled"] and inst["name"] and inst.get("engine") and inst.get("served_model_name"):
-            groups.setdefault(inst["served_model_name"], []).append(inst)
-    return groups
-
-
-def _mismatch(host, first, other, name):
-    out = []
-    for field, label in SAME_FIELDS:
-        if first.get(field) != other.get(field):
-            out.append(
-                finding(
-                    "replica-mismatch",
-                    host,
-                    other["name"],
-                    field,
-                    f"{other['name']} and {first['name']} both serve {name}, but their {label} differ "
-                    f"({other.get(field)!r} and {first.get(field)!r}).",
-                    "instances that share a served_model_name are replicas of one model: a client that asks "
-                    "for it may reach either, and must get the same model with the same limits.",
-                    f"give both the same {field}, or give one of them another served_model_name.",
-                )
-            )
-    return out
-
-
-def _port_mismatch(host, first, other, name):
-    if first.get("service_port") == other.get("service_port"):
-        return []
-    return [
-        finding(
-            "service-port-mismatch",
-            host,
-            other["name"],
-            "service_port",
-            f"{other['name']} and {first['name']} both serve {name}, with service_port "
-            f"{other.get('service_port')!r} and {first.get('service_port')!r}.",
-            "service_port is the one public port of the model's service: every replica names the same one.",
-            f"set the same service_port on every instance that serves {name} (or on none of them: then each "
-            "keeps only its own port).",
-        )
-    ]
-
-
-def _no_service_port(host, members, name):
-    ports = ", ".join(f"{m['name']} {m['port']}" for m in members)
-    return finding(
-        "replicas-without-service-port",
-        host,
-        members[1]["name"],
-        "service_port",
-        f"{', '.join(m['name'] for m in members)} all serve {name}, each on its own port ({ports}).",
-        "clients must pick a port themselves, and a restart of one instance drops its requests.",
-        f"set the same service_port on each of them: the gateway then serves {name} on that port, balanced over "
-        "the replicas, and restarts them one at a time after draining each (their own ports keep working).",
-    )
-
-
-def _key_findings(host, members, name, ctx):
-    """A replica's own entry in api_gateway_keys is not read (the service's is); say so rather than ignore it."""
-    out = []
-    for inst in members:
-        if inst.get("service_port") is None or inst["name"] == name or inst["name"] not in ctx["keyed_instances"]:
-            continue
-        out.append(
-            finding(
-                "replica-key-name",
-                host,
-                inst["name"],
-                "api_gateway_keys",
-                f"api_gateway_keys[{inst['name']}] is set, but {inst['name']} is a replica of the service {name}, "
-                f"whose key is api_gateway_keys[{name}].",
-                "every replica of a service must accept the one key its clients send, so the key is named after "
-                "the service; the instance's own entry would be silently unused.",
-                f"rename the entry to {name} (the key of every replica, of the service port and of the replicas' "
-                "own ports).",
-            )
-        )
-    return out
-
-
-def check_services(instances, ctx):
-    """Findings for the instances of one host that share a served_model_name (see the module's doc)."""
-    host, out = ctx["host"], []
-    for name, members in _groups(instances).items():
-        first = members[0]
-        for other in members[1:]:
-            out += _mismatch(host, first, other, name)
-            out += _port_mismatch(host, first, other, name)
-        if len(members) > 1 and all(m.get("service_port") is None for m in members):
-            out.append(_no_service_port(host, members, name))
-        out += _key_findings(host, members, name, ctx)
-    return out
 
 
 def plan_services(entries):

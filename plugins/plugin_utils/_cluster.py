@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
 
 CLUSTER_KEYS = ("members", "interface")
 # An interface name as Linux allows it (IFNAMSIZ 16 with the NUL) and nft/ufw accept it unquoted.
@@ -56,10 +56,22 @@ PORT_FLAGS = {
 # No Ray Client server: it needs ray[client] (`ray start` refuses --ray-client-server-port without it), and
 # nothing here connects through it.
 HEAD_ONLY_PORTS = ("gcs",)
-# The rules of this module (their severity and text: _rules.RULES).
-CLUSTER_RULES = ("cluster-invalid", "cluster-not-member", "cluster-member-unknown", "cluster-member-mismatch",
-                 "cluster-gpu-mismatch", "cluster-engine-mismatch", "cluster-interface", "cluster-engine",
-                 "cluster-tp-spans-hosts", "ray-one-cluster", "ray-port-collision")
+# The rules of this module (id: (severity, overridable, what it is about); the registry, _rules.RULES,
+# assembles every layer's).
+CATALOGUE = {
+    "cluster-invalid": (ERROR, False, "a cluster field that is not {members: [2+ hosts], interface: name}"),
+    "cluster-not-member": (ERROR, False, "a host that declares a cluster instance but is not one of its members"),
+    "cluster-member-unknown": (ERROR, False, "a cluster member not in the inventory or not in this run"),
+    "cluster-member-mismatch": (ERROR, False, "a cluster member without the instance, or with other settings"),
+    "cluster-gpu-mismatch": (ERROR, False, "cluster members with different GPU models"),
+    "cluster-engine-mismatch": (ERROR, False, "cluster members with different engine pins"),
+    "cluster-interface": (ERROR, False, "a cluster member without an IPv4 address on the cluster interface"),
+    "cluster-engine": (ERROR, False, "a multi-host instance of an engine that cannot run on Ray (llama.cpp)"),
+    "cluster-tp-spans-hosts": (WARNING, False, "a tensor-parallel group larger than one member's GPUs"),
+    "ray-one-cluster": (ERROR, False, "a host that is a member of two multi-host instances"),
+    "ray-port-collision": (ERROR, False, "a Ray port that is also an instance's port"),
+}
+CLUSTER_RULES = tuple(CATALOGUE)
 TOKEN_ENV = {"RAY_AUTH_MODE": "token"}
 
 

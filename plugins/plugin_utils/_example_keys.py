@@ -12,7 +12,7 @@ configured key, never the key.
 
 from __future__ import annotations
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import finding
 
 # sha256 of the UTF-8 key -> where it is published.
 EXAMPLE_KEY_SHA256 = {

@@ -3,7 +3,7 @@
 """The api_gateway settings that reach the nginx configuration, checked before anything is rendered.
 
 Pure Python, no Ansible imports. ``check_gateway(host, gateway)`` returns findings (see
-``_rules.finding``); ``gateway`` is what the serving_plan action reads from the host's variables
+``_findings.finding``); ``gateway`` is what the serving_plan action reads from the host's variables
 (``GATEWAY_KEYS``). Secrets never come here: only whether the TLS certificate and key are set,
 and the *shape* of each API key (``key_shapes``, see ``KEY_SHAPE_CLASSES``), never the key.
 Every value is pasted into nginx directives, so each must be exactly of its syntax (a full match):
@@ -15,8 +15,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
 from ansible_collections.volta.serving.plugins.plugin_utils._cidr import check_cidr
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import finding
 from ansible_collections.volta.serving.plugins.plugin_utils._inputs import control_characters
 
 GATEWAY_KEYS = (

@@ -13,7 +13,7 @@ the same plan, refuses it before changing anything.
 
 from __future__ import annotations
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
 
 # problem kind (from _gpu_health) -> (rule, why, fix)
 HOST_RULES = {
@@ -48,7 +48,17 @@ HOST_RULES = {
     ),
 }
 
-# Every rule of this module (registered with its severity in _rules.RULES).
+# The rules of this module (id: (severity, overridable, what it is about); the registry, _rules.RULES,
+# assembles every layer's).
+CATALOGUE = {
+    "gpu-missing": (ERROR, False, "fewer GPUs than volta_server.gpu_count, or a GPU in sysfs nvidia-smi lacks"),
+    "gpu-pending-retirement": (ERROR, False, "a GPU with memory pages waiting for retirement (reboot first)"),
+    "gpu-ecc-uncorrectable": (ERROR, False, "a GPU with uncorrectable volatile ECC errors"),
+    "instance-on-failed-gpu": (ERROR, False, "an enabled instance on a GPU the health facts mark failed"),
+    "pcie-link-degraded": (WARNING, False, "a GPU's PCIe link trained below its maximum width or generation"),
+    "gpu-throttled": (WARNING, False, "hardware slowdown, thermal or power-brake throttling active"),
+}
+# Every rule of this module, in the order of its checks.
 HEALTH_RULES = ("gpu-missing", *(rule for rule, _why, _fix in HOST_RULES.values()), "instance-on-failed-gpu")
 
 

@@ -3,7 +3,7 @@
 """Input hygiene of the serving plan: text that reaches a unit file, an nginx config or a rule.
 
 Pure Python, no Ansible imports. Each function checks one thing and returns findings (see
-``_rules.finding``); ``_plan.build_report`` calls them, so a bad value stops preflight before any
+``_findings.finding``); ``_plan.build_report`` calls them, so a bad value stops preflight before any
 host is changed. Every pattern is a full match (``re.fullmatch``): ``$`` would let a trailing
 newline through.
 """
@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, finding
+
+# The rules of the inputs' shape and text (id: (severity, overridable, what it is about); the registry,
+# _rules.RULES, assembles every layer's).
+CATALOGUE = {
+    "missing-field": (ERROR, False, "a required field is not set"),
+    "invalid-value": (ERROR, False, "a field has the wrong type or an impossible value"),
+    "unknown-value": (ERROR, False, "an engine, model family, quantization, dtype or KV dtype that is not known"),
+    "unknown-field": (ERROR, False, "an instance field volta.serving does not read (a typo?)"),
+}
 
 CC_RE = re.compile(r"\d+\.\d+")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -14,8 +14,8 @@ import difflib
 import functools
 import os
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import WARNING, finding
 from ansible_collections.volta.serving.plugins.plugin_utils._defaults import ROLES, load_yaml
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import WARNING, finding
 
 # The prefixes of the roles' public variables (and volta_ for the whole run's); longest first is not
 # needed: a name is ours when it starts with any of them.
@@ -28,7 +28,15 @@ UNKNOWN_RULES = ("unknown-variable", "unknown-field")
 CUTOFF = 0.7
 # Variables that were renamed: old name -> new name. An inventory that still sets an old name is refused
 # with the new one (unknown-variable), never silently ignored.
-RENAMED = {}
+RENAMED = {
+    # volta.serving.engine_fixups became the engine role's internal step (_engine_fixups): its settings are the
+    # engine's.
+    "engine_fixups_nccl_state": "engine_nccl_state",
+    "engine_fixups_nccl_ignore": "engine_nccl_ignore",
+    "engine_fixups_patches": "engine_patches",
+    "engine_fixups_patch_state": "engine_patch_state",
+    "engine_fixups_sm70_block_k": "engine_sm70_block_k",
+}
 
 
 @functools.cache

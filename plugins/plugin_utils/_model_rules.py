@@ -20,21 +20,18 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import (
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
+from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
     BF16_DTYPES,
-    ERROR,
     FLASH_ATTENTION_MIN,
     ONECAT_ONLY_QUANTIZATIONS,
-    RULES,
     SM70_BELOW,
     VLLM_ENGINES,
-    WARNING,
     below,
-    finding,
 )
 
-# id: (severity, overridable, what it is about). Registered in _rules.RULES below, so that
-# findings and allow entries know them like every other rule.
+# id: (severity, overridable, what it is about). The registry (_rules.RULES) assembles it with every other
+# layer's, so that findings and allow entries know them like every other rule.
 MODEL_RULES = {
     "model-missing": (ERROR, False, "an instance's local model path does not exist on the host"),
     "model-config": (ERROR, False, "a model directory without a readable config.json (vLLM engines)"),
@@ -47,7 +44,6 @@ MODEL_RULES = {
     "model-family-mismatch": (ERROR, False, "the declared model_family contradicts the checkpoint"),
     "weights-fit": (ERROR, False, "the weights per GPU exceed the GPU memory the engine may use"),
 }
-RULES.update(MODEL_RULES)
 
 GIB = 1024**3
 GB = 1000**3

@@ -13,8 +13,19 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
 from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import unknown_variables
+
+# The rules only preflight runs (id: (severity, overridable, what it is about); the registry, _rules.RULES,
+# assembles every layer's).
+CATALOGUE = {
+    "unknown-variable": (ERROR, False, "a variable with a role's prefix that no role reads (a typo?)"),
+    "driver-version-branch": (ERROR, False, "nvidia_driver_version not a version of nvidia_driver_branch"),
+    "engine-version": (ERROR, False, "an engine version that is not a release (format, or not on the index)"),
+    "engine-index-unread": (WARNING, False, "the engine index could not be read to check the pinned versions"),
+    "pin-format": (ERROR, False, "a sha256 or commit pin of the wrong form, or an obvious placeholder"),
+    "api-cidrs-empty": (ERROR, False, "instances with the firewall on and no network allowed to reach the API"),
+}
 
 SHA256_RE = re.compile(r"[0-9a-fA-F]{64}")
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")

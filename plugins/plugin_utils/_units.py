@@ -20,7 +20,7 @@ Sources (the reasons are repeated in roles/engine_service/templates/engine.servi
 
 from __future__ import annotations
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import finding
 
 NVIDIA_DEVICE_GROUPS = ("char-nvidia-frontend", "char-nvidia-uvm")
 NVIDIA_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")

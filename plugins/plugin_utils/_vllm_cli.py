@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._rules import VLLM_ENGINES, finding, has_flag
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import finding
+from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import VLLM_ENGINES, has_flag
 from ansible_collections.volta.serving.plugins.plugin_utils._vllm_flags import RECORDED_VERSION, SERVE_FLAGS
 
 _NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")

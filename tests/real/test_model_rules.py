@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import vllm_venv
 from ansible_collections.volta.serving.plugins.module_utils._model_facts import gather
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -78,7 +78,8 @@ def ours(checkpoints, name, mml, tp):
     model = str(checkpoints / name)
     inst = {"name": "m", "engine": "onecat", "model": model, "gpus": list(range(tp)), "tensor_parallel": tp,
             "max_model_len": mml, "max_num_batched_tokens": mml, "port": 8001}
-    report = build_report("real-host", dict(SERVER), [inst], keyed_instances=["m"], model_facts=gather([model]))
+    report = build_report(PlanInputs("real-host", dict(SERVER), [inst], keyed_instances=["m"],
+                                     model_facts=gather([model])))
     return [f for f in report["findings"] if f["rule"] in RULES]
 
 

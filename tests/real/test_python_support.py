@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Python and glibc data of module_utils/_python.py against the real releases on the Python index.
+"""The Python and glibc data of plugin_utils/_python.py against the real releases on the Python index.
 
 - REQUIRES_PYTHON: the Requires-Python of vLLM 0.21.0 and torch 2.10.0/2.11.0, read from their PEP 658
   metadata the way the engine role reads it (volta.serving.dist_metadata), and from the vLLM 0.21.0 wheel;

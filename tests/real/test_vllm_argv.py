@@ -25,8 +25,8 @@ import pytest
 import vllm_venv
 import yaml
 from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
-from ansible_collections.volta.serving.plugins.module_utils._rules import VLLM_ENGINES
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report, default_settings
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report, default_settings
+from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import VLLM_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -62,14 +62,14 @@ def inventory_argvs():
             # model_source -> the served path, as the serving plan action does (sim: the lab hub's models).
             instances = resolve_instances(hostvars.get("volta_instances", []), hostvars.get("volta_models", {}),
                                           hostvars.get("volta_models_root", DEFAULT_ROOT))
-            report = build_report(
+            report = build_report(PlanInputs(
                 host_file.stem,
                 hostvars["volta_server"],
                 instances,
                 profiles=hostvars.get("preflight_engine_profiles"),
                 engines_root=hostvars.get("volta_engines_root", default_settings()["engines_root"]),
                 generate_keys=True,
-            )
+            ))
             assert report["errors"] == 0, [f["message"] for f in report["findings"]]
             for entry in report["plan"]["instances"]:
                 if entry["engine"] in VLLM_ENGINES:
@@ -132,7 +132,7 @@ TABLE = [
 def rule_verdict(instance):
     """(refused?, findings' messages, rendered serve argv) from the preflight rules."""
     server = PCIE if instance["engine"] == "onecat" else SXM2
-    report = build_report("lab-host", copy.deepcopy(server), [copy.deepcopy(instance)], generate_keys=True)
+    report = build_report(PlanInputs("lab-host", copy.deepcopy(server), [copy.deepcopy(instance)], generate_keys=True))
     refusals = [
         f["message"]
         for f in report["findings"]

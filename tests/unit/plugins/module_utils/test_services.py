@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.volta.serving.plugins.module_utils._services import in_flight, rotation_files, server_line
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 PCIE = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
         "nvlink_islands": [], "ram_gb": 251}
@@ -28,8 +28,8 @@ REPLICA_B = {**REPLICA_A, "name": "flash-next-b", "gpus": [4, 5, 6, 7], "port": 
 
 
 def plan(instances):
-    report = build_report("server-b", copy.deepcopy(PCIE), copy.deepcopy(instances), engine_versions=VERSIONS,
-                          generate_keys=True)
+    report = build_report(PlanInputs("server-b", copy.deepcopy(PCIE), copy.deepcopy(instances),
+                                     engine_versions=VERSIONS, generate_keys=True))
     assert report["errors"] == 0, [f["message"] for f in report["findings"]]
     return report["plan"]
 

@@ -12,7 +12,7 @@ from ansible_collections.volta.serving.plugins.plugin_utils._cluster import (
     ray_port_numbers,
 )
 from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 PORTS = literal("engine_service", "engine_service_ray_ports")
 SERVER = {"gpu_model": "Tesla V100-SXM2-32GB", "gpu_count": 8, "compute_capability": "7.0",
@@ -47,9 +47,10 @@ def members(head=None, worker=None):
 
 def run(host="head-a", instance=None, cluster_members=None, **settings):
     instance = instance or BIG
-    return build_report(host, dict(SERVER), [copy.deepcopy(instance)], engine_versions=PINS, generate_keys=True,
-                        cluster_members=members() if cluster_members is None else cluster_members,
-                        ray_ports=PORTS, **settings)
+    return build_report(PlanInputs(host, dict(SERVER), [copy.deepcopy(instance)], engine_versions=PINS,
+                                   generate_keys=True,
+                                   cluster_members=members() if cluster_members is None else cluster_members,
+                                   ray_ports=PORTS, **settings))
 
 
 def with_(inst, **fields):
@@ -177,7 +178,8 @@ def test_ray_nodes_bind_the_cluster_address_and_open_only_the_set_ports():
 
 
 def test_no_cluster_no_ray_entry():
-    report = build_report("h", dict(SERVER), [with_(BIG, cluster=None)], engine_versions=PINS, generate_keys=True)
+    report = build_report(PlanInputs("h", dict(SERVER), [with_(BIG, cluster=None)], engine_versions=PINS,
+                                     generate_keys=True))
     assert report["plan"]["ray"] is None
     assert "--distributed-executor-backend" not in report["plan"]["instances"][0]["argv"]
 
@@ -231,7 +233,7 @@ def test_the_example_inventory_plans_without_errors_on_both_members():
     info = {name: member(inst, server=group["volta_server"], interfaces={"ens1f0": f"192.168.20.{i + 1}"})
             for i, name in enumerate(names)}
     for name in names:
-        report = build_report(name, dict(group["volta_server"]), [copy.deepcopy(inst)], engine_versions=PINS,
-                              generate_keys=True, cluster_members=info, ray_ports=PORTS)
+        report = build_report(PlanInputs(name, dict(group["volta_server"]), [copy.deepcopy(inst)], engine_versions=PINS,
+                              generate_keys=True, cluster_members=info, ray_ports=PORTS))
         assert report["errors"] == 0, [f["message"] for f in report["findings"] if f["severity"] == "error"]
         assert report["plan"]["ray"]["role"] == ("head" if name == names[0] else "worker")

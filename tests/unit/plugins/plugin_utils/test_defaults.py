@@ -29,7 +29,7 @@ def test_expressions_keep_the_role_default():
 
 
 def test_the_plan_defaults_come_from_the_roles():
-    report = _plan.build_report("h", None, [])
+    report = _plan.build_report(_plan.PlanInputs("h", None, []))
     assert report["plan"] is not None
     assert _plan.default_settings()["engines_root"] == _defaults.literal("engine", "engine_root")
     assert _plan.default_settings()["driver_branch"] == str(_defaults.literal("nvidia_driver", "nvidia_driver_branch"))

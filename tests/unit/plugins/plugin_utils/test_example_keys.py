@@ -16,7 +16,7 @@ import yaml
 from ansible.constants import DEFAULT_VAULT_ID_MATCH
 from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collections.volta.serving.plugins.plugin_utils._example_keys import EXAMPLE_KEY_SHA256, check_example_keys
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 REPO = Path(__file__).resolve().parents[4]
 LAB_VAULT = REPO / "inventories" / "lab" / "group_vars" / "all" / "vault.yml"
@@ -50,7 +50,7 @@ def test_recorded_digests_are_the_shipped_keys():
 
 def test_example_key_is_refused_outside_a_lab():
     digest = _sha(shipped_keys()["inventories/lab (command-r)"])
-    rep = build_report("prod-1", SERVER, [], key_sha256={"api_gateway_keys[command-r]": digest})
+    rep = build_report(PlanInputs("prod-1", SERVER, [], key_sha256={"api_gateway_keys[command-r]": digest}))
     assert [(f["rule"], f["severity"], f["field"]) for f in rep["findings"]] == [
         ("example-key", "error", "api_gateway_keys[command-r]")
     ]

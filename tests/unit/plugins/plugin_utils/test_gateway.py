@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.volta.serving.plugins.plugin_utils import _gateway
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
           "nvlink_islands": [], "ram_gb": 251}  # fmt: skip
@@ -31,7 +31,7 @@ INJECTION = "64m; location /open/ { proxy_pass http://127.0.0.1:18001; } #"
 
 def findings(**changes):
     gateway = {**GOOD, **changes}
-    return build_report("gw-host", SERVER, [], gateway=gateway)["findings"]
+    return build_report(PlanInputs("gw-host", SERVER, [], gateway=gateway))["findings"]
 
 
 def test_good_settings_pass():
@@ -39,7 +39,7 @@ def test_good_settings_pass():
 
 
 def test_no_gateway_settings_means_no_gateway_checks():
-    assert build_report("gw-host", SERVER, [])["findings"] == []
+    assert build_report(PlanInputs("gw-host", SERVER, []))["findings"] == []
 
 
 @pytest.mark.parametrize("value", [INJECTION, "64m\n", "64 m", "64mb", "-1", "", "1t", True, None, 1.5])

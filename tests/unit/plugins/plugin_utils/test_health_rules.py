@@ -19,13 +19,13 @@ from ansible_collections.volta.serving.plugins.module_utils._gpu_health import (
     health_lines,
     sysfs_gpus,
 )
-from ansible_collections.volta.serving.plugins.module_utils._rules import RULES
 from ansible_collections.volta.serving.plugins.plugin_utils._health_rules import (
     HEALTH_RULES,
     check_gpu_health,
     failed_gpus,
 )
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._rules import RULES
 from gpu_sim_root import PROPRIETARY, SIMULATOR, write_sim_root
 
 VERSIONS = {
@@ -55,8 +55,8 @@ def lab_facts(tmp_path, faults=None, profile="v100-pcie-8"):
 
 
 def report(facts, instances=(INSTANCE_A, INSTANCE_B)):
-    return build_report("lab-host", dict(PCIE), [dict(i) for i in instances], engine_versions=VERSIONS,
-                        generate_keys=True, gpu_facts=facts)
+    return build_report(PlanInputs("lab-host", dict(PCIE), [dict(i) for i in instances], engine_versions=VERSIONS,
+                        generate_keys=True, gpu_facts=facts))
 
 
 def health_findings(rep):

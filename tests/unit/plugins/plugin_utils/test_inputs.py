@@ -14,7 +14,7 @@ import copy
 
 import pytest
 from ansible_collections.volta.serving.plugins.plugin_utils import _inputs
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 from .plan_inputs import INSTANCE, SERVER
 
@@ -23,7 +23,7 @@ def report(server=None, instances=None, **settings):
     settings.setdefault("generate_keys", True)
     server = copy.deepcopy(SERVER if server is None else server)
     instances = copy.deepcopy([INSTANCE] if instances is None else instances)
-    return build_report("lab-host", server, instances, **settings)
+    return build_report(PlanInputs("lab-host", server, instances, **settings))
 
 
 def errors(rep):

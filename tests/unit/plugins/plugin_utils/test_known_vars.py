@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.volta.serving.plugins.plugin_utils import _known_vars
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import KNOWN_FIELDS
+from ansible_collections.volta.serving.plugins.plugin_utils._normalize import KNOWN_FIELDS
 
 REPO = Path(__file__).resolve().parents[4]
 

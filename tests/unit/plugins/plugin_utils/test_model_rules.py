@@ -28,7 +28,7 @@ from ansible_collections.volta.serving.plugins.plugin_utils._model_rules import 
     infer_family,
     tp_choices,
 )
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 REPO = Path(__file__).resolve().parents[4]
 MODELS = REPO / "tests" / "fixtures" / "models"
@@ -66,14 +66,14 @@ def chat(model, **fields):
 
 def report(instances, server=None, facts=True, gpu_facts=None):
     paths = [inst["model"] for inst in instances]
-    return build_report(
+    return build_report(PlanInputs(
         "lab-host",
         copy.deepcopy(server or PCIE),
         instances,
         keyed_instances=[inst["name"] for inst in instances],
         model_facts=gather(paths) if facts else None,
         gpu_facts=gpu_facts,
-    )
+    ))
 
 
 def findings(rep, rule):
@@ -153,8 +153,8 @@ def hub_facts_of(path, **changes):
 def test_an_unreadable_hub_model_warns_and_defers_its_checks(tmp_path):
     path = str(tmp_path / "tiny@0123456789abcdef0123456789abcdef01234567")
     facts = {path: hub_facts_of(path, hub_error="org/m@0123456789ab: HTTP 401 GatedRepo (a gated repo)")}
-    rep = build_report("lab-host", copy.deepcopy(PCIE), [chat(path, max_model_len=10**7)], keyed_instances=KEYED,
-                       model_facts=facts)
+    rep = build_report(PlanInputs("lab-host", copy.deepcopy(PCIE), [chat(path, max_model_len=10**7)],
+                                  keyed_instances=KEYED, model_facts=facts))
     hits = findings(rep, "model-hub-unread")
     assert [h["severity"] for h in hits] == ["warning"]
     assert hits[0]["message"].startswith("lab-host: instance chat: field model_source: the hub's metadata for ")
@@ -166,10 +166,10 @@ def test_a_pending_url_model_is_not_missing(tmp_path):
     path = str(tmp_path / "g@aaaaaaaaaaaa" / "m.gguf")
     facts = {path: dict(gather([path])[path], pending=True)}
     inst = chat(path, engine="llamacpp", gpus=[0], quantization="gguf")
-    rep = build_report("lab-host", copy.deepcopy(PCIE), [inst], keyed_instances=KEYED, model_facts=facts)
+    rep = build_report(PlanInputs("lab-host", copy.deepcopy(PCIE), [inst], keyed_instances=KEYED, model_facts=facts))
     assert not [f for f in rep["findings"] if f["rule"] in ("model-missing", "llamacpp-needs-gguf")]
     facts[path]["pending"] = False
-    rep = build_report("lab-host", copy.deepcopy(PCIE), [inst], keyed_instances=KEYED, model_facts=facts)
+    rep = build_report(PlanInputs("lab-host", copy.deepcopy(PCIE), [inst], keyed_instances=KEYED, model_facts=facts))
     assert findings(rep, "model-missing")
 
 
@@ -177,8 +177,8 @@ def test_a_hub_read_model_is_checked_like_a_local_one(models, tmp_path):
     local = gather([models["Qwen2.5-72B-Instruct"]])[models["Qwen2.5-72B-Instruct"]]
     path = str(tmp_path / "qwen@0123456789abcdef0123456789abcdef01234567")
     facts = {path: dict(local, path=path, read_from="hub")}
-    rep = build_report("lab-host", copy.deepcopy(PCIE), [chat(path, gpus=[0, 1, 2], tensor_parallel=3)],
-                       keyed_instances=KEYED, model_facts=facts)
+    rep = build_report(PlanInputs("lab-host", copy.deepcopy(PCIE), [chat(path, gpus=[0, 1, 2], tensor_parallel=3)],
+                       keyed_instances=KEYED, model_facts=facts))
     assert findings(rep, "heads-tp") and findings(rep, "weights-fit")
 
 
@@ -186,7 +186,8 @@ def test_a_hub_model_without_config_json_names_allow_patterns(tmp_path):
     path = str(tmp_path / "m@0123456789abcdef0123456789abcdef01234567")
     facts = {path: hub_facts_of(path, exists=True, kind="directory",
                                 config_error="config.json is not among the files the source fetches")}
-    rep = build_report("lab-host", copy.deepcopy(PCIE), [chat(path)], keyed_instances=KEYED, model_facts=facts)
+    rep = build_report(PlanInputs("lab-host", copy.deepcopy(PCIE), [chat(path)], keyed_instances=KEYED,
+                                  model_facts=facts))
     (hit,) = findings(rep, "model-config")
     assert "Fix: add '*.json' to the model source's allow_patterns" in hit["message"]
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.volta.serving.plugins.module_utils._model import DEFAULT_ROOT, resolve_instances
-from ansible_collections.volta.serving.plugins.module_utils._rules import OVERRIDABLE, RULES
 from ansible_collections.volta.serving.plugins.plugin_utils._cluster import CLUSTER_RULES
 from ansible_collections.volta.serving.plugins.plugin_utils._health_rules import HEALTH_RULES
 from ansible_collections.volta.serving.plugins.plugin_utils._model_rules import MODEL_RULES
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._rules import OVERRIDABLE, RULES
 
 REPO = Path(__file__).resolve().parents[4]
 VLLM_FLAGS = REPO / "tests" / "lab" / "pypi" / "vllm-flags" / "0.21.0.json"
@@ -128,7 +128,7 @@ def with_(base, **changes):
 def run(server, instances, host="h", **settings):
     settings.setdefault("engine_versions", VERSIONS)
     settings.setdefault("generate_keys", True)
-    return build_report(host, copy.deepcopy(server), copy.deepcopy(instances), **settings)
+    return build_report(PlanInputs(host, copy.deepcopy(server), copy.deepcopy(instances), **settings))
 
 
 def only(report, severity):
@@ -452,7 +452,7 @@ INVALID = [
         "driver_version": "580.95.05", "kernel_module": "proprietary",
         "gpus": [{"name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0"}] * 8}},
      "gpu-facts-mismatch", "error", None, "volta_server.gpu_count", "the host has 8"),
-    # Platform (module_utils/_python.py): glibc and the engines' Python.
+    # Platform (plugin_utils/_python.py): glibc and the engines' Python.
     ("onecat-on-debian12-glibc", PCIE, [FLASH_NEXT_A],
      {"platform": {"host": {"distribution": "Debian", "version": "12.8", "glibc": "glibc 2.36"}}},
      "glibc-too-old", "error", "flash-next-a", "engine", "but Debian 12.8 has glibc 2.36"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.volta.serving.plugins.filter import input_shapes as plugin
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 from ansible_collections.volta.serving.plugins.plugin_utils._shapes import describe, shape_problems
 
 SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 8, "compute_capability": "7.0",
@@ -99,7 +99,7 @@ def test_filter_is_registered_and_wraps_the_check():
 
 
 def plan_errors(instance, server=None, keyed=("chat",)):
-    report = build_report("h1", server or SERVER, [instance], keyed_instances=list(keyed))
+    report = build_report(PlanInputs("h1", server or SERVER, [instance], keyed_instances=list(keyed)))
     return [f["message"] for f in report["findings"] if f["severity"] == "error"]
 
 

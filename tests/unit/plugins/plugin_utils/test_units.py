@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.volta.serving.plugins.plugin_utils import _units
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 SERVER = {"gpu_model": "Tesla V100-PCIE-32GB", "gpu_count": 2, "compute_capability": "7.0",
           "nvlink_islands": [], "ram_gb": 251}  # fmt: skip
 
 
 def report(units=None):
-    return build_report("unit-host", SERVER, [], units=units)
+    return build_report(PlanInputs("unit-host", SERVER, [], units=units))
 
 
 def messages(units):

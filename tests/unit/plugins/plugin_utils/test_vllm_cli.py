@@ -14,7 +14,7 @@ import copy
 
 import pytest
 from ansible_collections.volta.serving.plugins.plugin_utils import _vllm_cli
-from ansible_collections.volta.serving.plugins.plugin_utils._plan import build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
 
 from .plan_inputs import INSTANCE, SERVER
 
@@ -24,7 +24,7 @@ ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - the bind the checks must refuse
 def report(extra_args, engine="vllm"):
     inst = copy.deepcopy(INSTANCE)
     inst.update(extra_args=extra_args, engine=engine)
-    return build_report("lab-host", copy.deepcopy(SERVER), [inst], generate_keys=True)
+    return build_report(PlanInputs("lab-host", copy.deepcopy(SERVER), [inst], generate_keys=True))
 
 
 def rules(rep):
@@ -106,7 +106,7 @@ def test_resolved_flags_are_what_the_argv_renders():
 def test_llamacpp_flags_are_left_as_written():
     inst = {**INSTANCE, "engine": "llamacpp", "model": "/srv/m.gguf", "quantization": "gguf",
             "extra_args": ["--flash-attn", "off"]}
-    rep = build_report("h", copy.deepcopy(SERVER), [inst], generate_keys=True)
+    rep = build_report(PlanInputs("h", copy.deepcopy(SERVER), [inst], generate_keys=True))
     assert rep["plan"]["instances"][0]["argv"][-2:] == ["--flash-attn", "off"]
     assert "unknown-flag" not in {f["rule"] for f in rep["findings"]}
 

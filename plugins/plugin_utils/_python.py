@@ -3,7 +3,7 @@
 """Which Python an engine runs on, per platform, and the glibc an engine needs.
 
 Private to volta.serving. Pure Python (no Ansible imports): the engine role (filter
-``engine_python_choice``), cuda_toolkit and the preflight rules (``_rules.check_platform``) read the
+``engine_python_choice``), cuda_toolkit and the preflight rules (``_rules_software.check_platform``) read the
 same tables and the same :func:`choose`, so the interpreter preflight approves is the one the engine
 role installs.
 

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for the Python of each engine per platform and the glibc floors (module_utils/_python.py).
+"""Unit tests for the Python of each engine per platform and the glibc floors (plugin_utils/_python.py).
 
 Ground truth: the archives' python3 and libc6 (Ubuntu jammy/noble, Debian bookworm), the real
 Requires-Python of vLLM 0.21.0 and torch 2.10.0/2.11.0 (tests/real/test_python_support.py checks the
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.volta.serving.plugins.filter import engine_python as plugin
-from ansible_collections.volta.serving.plugins.module_utils import _python
-from ansible_collections.volta.serving.plugins.module_utils._rules import check_platform
+from ansible_collections.volta.serving.plugins.plugin_utils import _python
+from ansible_collections.volta.serving.plugins.plugin_utils._rules_software import check_platform
 
 VLLM = {"engine": "vllm", "engine_version": "0.21.0", "torch_version": "2.11.0"}
 ONECAT = {"engine": "onecat", "engine_version": "1.5.1", "torch_version": "2.10.0",

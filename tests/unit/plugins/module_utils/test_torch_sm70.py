@@ -1,20 +1,17 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for the recorded torch builds with and without sm_70 (_rules.TORCH_SM70_BUILDS).
+"""Unit tests for the recorded torch builds with and without sm_70 (module_utils/_torch_sm70.py, TORCH_SM70_BUILDS).
 
 Ground truth: PyTorch's CUDA support matrix per release (RELEASE.md) and its RFCs, as cited next to
-the table in _rules.py, and shared/reference/v100-serving-facts.md section 3 (cu126 keeps Volta
+the table in _torch_sm70.py, and shared/reference/v100-serving-facts.md section 3 (cu126 keeps Volta
 through 2.14, cu128 lost it in 2.11, no cu13x build has it).
 """
 
 from __future__ import annotations
 
 import pytest
-from ansible_collections.volta.serving.plugins.module_utils._rules import (
-    check_software,
-    sm70_cuda_tags,
-    torch_keeps_sm70,
-)
+from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import sm70_cuda_tags, torch_keeps_sm70
+from ansible_collections.volta.serving.plugins.plugin_utils._rules_software import check_software
 
 
 @pytest.mark.parametrize(
