@@ -10,6 +10,7 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from ansible_collections.volta.serving.plugins.filter.service_urls import loopback_address, url_host
 from ansible_collections.volta.serving.plugins.filter.systemd_quote import systemd_exec
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "exporters"
@@ -29,6 +30,8 @@ def templar(**changes):
     }
     t = Templar(loader=DataLoader(), variables=variables)
     t.environment.filters["volta.serving.systemd_exec"] = systemd_exec
+    t.environment.filters["volta.serving.url_host"] = url_host
+    t.environment.filters["volta.serving.loopback_address"] = loopback_address
     return t
 
 
