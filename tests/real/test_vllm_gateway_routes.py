@@ -69,7 +69,7 @@ def test_the_gateway_accepts_the_headers_vllm_accepts(wheel, header):
     ]
     keys_conf = (TEMPLATES / "keys.conf.j2").read_text()
     line = ("\"~^{{ __api_gateway_auth_scheme_re }} "
-            "{{ __api_gateway_instance_keys[l['key_instance']] | regex_escape }}$\"")
+            "{{ _api_keys_instance_keys[l['key_instance']] | regex_escape }}$\"")
     assert line in keys_conf
     gateway = re.compile(f"^{scheme_re} {re.escape(KEY)}$")
     assert bool(gateway.search(header)) == _vllm_accepts(header)

@@ -44,7 +44,7 @@ def render(name, **changes):
         "__api_gateway_listen_prefix": "",
         "__api_gateway_tls": False,
         "__api_gateway_listeners": [LISTENER],
-        "__api_gateway_instance_keys": {"chat": KEY},
+        "_api_keys_instance_keys": {"chat": KEY},
         "__api_gateway_auth_scheme_re": yaml.safe_load((ROLE / "vars" / "main.yml").read_text())[
             "__api_gateway_auth_scheme_re"
         ],
