@@ -21,10 +21,16 @@ def _plain(value):
     return dict(value) if hasattr(value, "keys") else value
 
 
-def firewall_ports(serving_plan, host, volta_hosts, ssh_port, extra=None, metrics=None, exporter=None):
-    """{gateway, engine, extra, router, metrics, ssh, ray} (see _firewall_plan.ports)."""
-    return _logic().ports(_plain(serving_plan), host, list(volta_hosts or []), ssh_port, extra or [],
-                          metrics or [], None if exporter is None else list(exporter))
+def firewall_ports(serving_plan, settings):
+    """{gateway, engine, extra, router, metrics, ssh, ray} (see _firewall_plan.ports).
+
+    *settings*: host, volta_hosts (group volta), ssh_port, extra, metrics, exporter (None: the plan's).
+    """
+    settings = _plain(settings)
+    exporter = settings.get("exporter")
+    return _logic().ports(_plain(serving_plan), settings["host"], list(settings.get("volta_hosts") or []),
+                          settings["ssh_port"], list(settings.get("extra") or []), list(settings.get("metrics") or []),
+                          None if exporter is None else list(exporter))
 
 
 def firewall_port_check(ports, host, backend, ssh_port, nets):
@@ -38,9 +44,14 @@ def firewall_needs_load(state, backend, conf=None):
     return _logic().needs_load(_plain(state), backend, _plain(conf))
 
 
-def firewall_apply_files(backend, staged, content, rollback_pending, rollback_script):
-    """The load's files for volta.serving.files (see _firewall_plan.apply_files)."""
-    return _logic().apply_files(backend, staged, content, bool(rollback_pending), rollback_script)
+def firewall_apply_files(inputs):
+    """The load's files for volta.serving.files (see _firewall_plan.apply_files).
+
+    *inputs*: backend, staged, content, rollback_pending, rollback_script.
+    """
+    inputs = _plain(inputs)
+    return _logic().apply_files(inputs["backend"], inputs["staged"], inputs["content"],
+                                bool(inputs["rollback_pending"]), inputs["rollback_script"])
 
 
 def firewall_rollback_outcome(facts):

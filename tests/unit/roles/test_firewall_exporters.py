@@ -22,7 +22,13 @@ ROLE = Path(__file__).resolve().parents[3] / "roles" / "firewall"
 
 
 def trusted(values):
-    return {k: trust_as_template(v) if isinstance(v, str) else v for k, v in values.items()}
+    """The role's own variables are templates, as Ansible reads them from the role (nested ones too)."""
+    def trust(value):
+        if isinstance(value, str):
+            return trust_as_template(value)
+        return {k: trust(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    return {k: trust(v) for k, v in values.items()}
 
 
 def render(name, exporters, **extra):

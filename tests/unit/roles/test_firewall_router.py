@@ -24,8 +24,13 @@ VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
 
 
 def trusted(values):
-    """The role's own variables are templates, as Ansible reads them from the role."""
-    return {k: trust_as_template(v) if isinstance(v, str) else v for k, v in values.items()}
+    """The role's own variables are templates, as Ansible reads them from the role (nested ones too)."""
+    def trust(value):
+        if isinstance(value, str):
+            return trust_as_template(value)
+        return {k: trust(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    return {k: trust(v) for k, v in values.items()}
 
 
 PLAN = {"plan": {"gateway_ports": [8000, 8001], "instances": [{"backend_port": 18001}],

@@ -56,7 +56,8 @@ def serving_plan(**plan):
 ])
 def test_ports(given, kwargs, want):
     args = {"host": "gpu-a", "extra": ["8443", 8443], "metrics": [], "exporter": None, **kwargs}
-    got = plugin.firewall_ports(given, args["host"], ["gpu-a"], "22", args["extra"], args["metrics"], args["exporter"])
+    settings = {**args, "volta_hosts": ["gpu-a"], "ssh_port": "22"}
+    got = plugin.firewall_ports(given, settings)
     assert got == {**want, "extra": [8443], "ssh": 22}
 
 
@@ -128,7 +129,9 @@ def test_needs_load(state, backend, conf, want):
     ("ufw", True, []),
 ])
 def test_apply_files(backend, pending, want):
-    assert plugin.firewall_apply_files(backend, "/s/new", "C", pending, "/s/rb.sh") == want
+    inputs = {"backend": backend, "staged": "/s/new", "content": "C", "rollback_pending": pending,
+              "rollback_script": "/s/rb.sh"}
+    assert plugin.firewall_apply_files(inputs) == want
 
 
 FACTS = {"armed": False, "restored": False, "rolled_back": False, "backend": "nftables", "dest": "/etc/ufw/x.sh",
