@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters restart_reasons, restart_record, restart_rollback, restart_failure, model_switch_note
-(role volta.serving.engine_service)."""
+"""Filters restart_reasons, restart_list, restart_selected, restart_record, restart_rollback, restart_failure,
+restart_fail_message, model_switch_note and stale_units (role volta.serving.engine_service)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,31 @@ def _mapping(value, what):
     return value
 
 
-def restart_reasons(name, changed_units, changed_keys, inactive, stale_engine):
-    """Why an instance (re)starts, as one line."""
-    return _logic().reasons(str(name), list(changed_units or []), list(changed_keys or []), list(inactive or []),
-                            list(stale_engine or []))
+def restart_reasons(name, changes):
+    """Why an instance (re)starts, as one line (changes: units, keys, inactive, stale, ray_members)."""
+    return _logic().change_reasons(str(name), _mapping(changes, "restart_reasons"))
+
+
+def restart_list(changes):
+    """The instances to (re)start, each once (changes: units, keys, inactive, stale, ray_members)."""
+    return _logic().to_restart(_mapping(changes, "restart_list"))
+
+
+def restart_selected(enabled, names, engines):
+    """The enabled instances named ([] = all) of the engines given ([] = any), in plan order."""
+    if not isinstance(enabled, (list, tuple)):
+        raise AnsibleFilterError(f"restart_selected: expected the enabled instances, got {type(enabled).__name__}")
+    return _logic().selected(list(enabled), list(names or []), list(engines or []))
+
+
+def stale_units(marked, enabled, ray=None):
+    """The units of the role on the host that no enabled instance (nor the host's Ray node) has, sorted."""
+    return _logic().stale_units(list(marked or []), list(enabled or []), ray or None)
+
+
+def restart_fail_message(failure, rollback, rollback_result=None):
+    """The host's failure: the restart's, or the rollback's reason and what was rolled back."""
+    return _logic().fail_message(str(failure or ""), rollback or {}, rollback_result or {})
 
 
 def restart_record(result, instance, outcome):
@@ -52,6 +73,10 @@ class FilterModule:
     def filters(self):
         return {
             "restart_reasons": restart_reasons,
+            "restart_list": restart_list,
+            "restart_selected": restart_selected,
+            "stale_units": stale_units,
+            "restart_fail_message": restart_fail_message,
             "restart_record": restart_record,
             "restart_rollback": restart_rollback,
             "restart_failure": restart_failure,

@@ -101,3 +101,40 @@ def switch_back(served, failed_on, stat):
         return False, (f"the model it answered on, {served}, is no longer on disk (model_keep 0 "
                        "removes older revisions; keep at least 1 to be able to go back)")
     return True, ""
+
+
+def to_restart(changes):
+    """The instances service.yml (re)starts, each once, in this order: unit changed, key changed, not running,
+    engine install changed, Ray members restarted. *changes*: units, keys, inactive (names), stale (stale_engine
+    entries), ray_members (names)."""
+    out = []
+    for name in (list(changes.get("units") or []) + list(changes.get("keys") or [])
+                 + list(changes.get("inactive") or []) + [e["name"] for e in changes.get("stale") or []]
+                 + list(changes.get("ray_members") or [])):
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def change_reasons(name, changes):
+    """Why instance *name* (re)starts, from the same *changes* as to_restart."""
+    return reasons(name, changes.get("units"), changes.get("keys"), changes.get("inactive"), changes.get("stale"))
+
+
+def selected(enabled, names, engines):
+    """The enabled instances named in *names* ([] = all) of the engines in *engines* ([] = any), in plan order."""
+    return [i for i in enabled if (not names or i["name"] in names) and (not engines or i["engine"] in engines)]
+
+
+def stale_units(marked, enabled, ray=None):
+    """The units of this role on the host (*marked*) that no enabled instance (nor this host's Ray node) has."""
+    planned = {i["unit"] for i in enabled} | ({ray["unit"]} if ray else set())
+    return sorted(set(marked or []) - planned)
+
+
+def fail_message(failure, rollback_entry, rollback_result):
+    """The host's failure: the restart's, or the rollback's reason and what was rolled back."""
+    if not rollback_entry:
+        return failure
+    return (f"{rollback_entry['reason']}; rolled {rollback_result['flavour']} back from "
+            f"{rollback_result['from'] or 'nothing'} to {rollback_result['to']}")

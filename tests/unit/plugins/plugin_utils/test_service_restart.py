@@ -89,3 +89,46 @@ def test_failure():
 ])
 def test_switch_back(served, stat, expected):
     assert sr.switch_back(served, "/m/new", stat) == expected
+
+
+CHANGES = {"units": ["b"], "keys": ["a", "b"], "inactive": ["c"], "stale": [{"name": "a"}, {"name": "d"}],
+           "ray_members": ["e", "b"]}
+
+
+def test_to_restart_names_each_instance_once_in_order():
+    assert sr.to_restart(CHANGES) == ["b", "a", "c", "d", "e"]
+    assert sr.to_restart({}) == []
+
+
+def test_change_reasons_reads_the_same_changes():
+    assert sr.change_reasons("b", CHANGES) == "its unit changed; its API key changed"
+
+
+ENABLED = [{"name": "a", "engine": "vllm", "unit": "volta-a.service"},
+           {"name": "b", "engine": "llamacpp", "unit": "volta-b.service"}]
+
+
+@pytest.mark.parametrize(("names", "engines", "expected"), [
+    ([], [], ["a", "b"]),
+    (["b"], [], ["b"]),
+    ([], ["vllm"], ["a"]),
+    (["b"], ["vllm"], []),
+    ([""], [], []),
+])
+def test_selected(names, engines, expected):
+    assert [i["name"] for i in sr.selected(ENABLED, names, engines)] == expected
+
+
+@pytest.mark.parametrize(("marked", "ray", "expected"), [
+    (["volta-a.service", "volta-x.service", "volta-ray.service"], None, ["volta-ray.service", "volta-x.service"]),
+    (["volta-a.service", "volta-x.service", "volta-ray.service"], {"unit": "volta-ray.service"}, ["volta-x.service"]),
+    ([], None, []),
+])
+def test_stale_units(marked, ray, expected):
+    assert sr.stale_units(marked, ENABLED, ray) == expected
+
+
+def test_fail_message():
+    assert sr.fail_message("it failed", {}, {}) == "it failed"
+    assert sr.fail_message("it failed", {"reason": "why"}, {"flavour": "vllm", "from": "", "to": "vllm-a"}) == (
+        "why; rolled vllm back from nothing to vllm-a")
