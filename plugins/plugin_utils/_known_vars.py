@@ -36,6 +36,10 @@ RENAMED = {
     "engine_fixups_patches": "engine_patches",
     "engine_fixups_patch_state": "engine_patch_state",
     "engine_fixups_sm70_block_k": "engine_sm70_block_k",
+    # The engine role's rollback entry point became engine_service's (playbooks/rollback.yml), which switches the
+    # link through the internal role _engine_rollback.
+    "engine_rollback_flavour": "engine_service_rollback_flavour",
+    "engine_rollback_to": "engine_service_rollback_to",
 }
 
 
