@@ -6,9 +6,10 @@ Documentation: plugins/modules/serving_plan.py. Never connects to the host: it o
 arguments (and the host's variables) and, with dump_dir, writes a JSON file on the controller.
 
 Every argument left out is read from the host's variables with the expression in
-VAR_DEFAULTS (the inventory names of volta.serving), so that preflight, engine_service and
-api_gateway all call it without arguments and build the same plan: what preflight checked is
-what the units run.
+VAR_DEFAULTS (the inventory names of volta.serving), declared in the plan's input schema
+(plugins/plugin_utils/plan_inputs.yml), so that preflight, engine_service and api_gateway all call it
+without arguments and build the same plan: what preflight checked is what the units run. All of them
+are read in one expression per call (one Jinja compile), and one at a time only when that fails.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from ansible_collections.volta.serving.plugins.plugin_utils._defaults import exp
 from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal as literal_default
 from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import ours
 from ansible_collections.volta.serving.plugins.plugin_utils._plan import PlanInputs, build_report
+from ansible_collections.volta.serving.plugins.plugin_utils._plan_inputs import expressions as plan_input_expressions
+from ansible_collections.volta.serving.plugins.plugin_utils._plan_inputs import one_expression
 from ansible_collections.volta.serving.plugins.plugin_utils._preflight_rules import (
     ENGINE_VERSION_VARS,
     INDEXED,
     RELEASE_RE,
 )
-from ansible_collections.volta.serving.plugins.plugin_utils._profiles import DEFAULT_SECRETS_DIR
 from ansible_collections.volta.serving.plugins.plugin_utils._releases import read_releases, urllib_read
 from ansible_collections.volta.serving.plugins.plugin_utils._shapes import shape_problems
 
@@ -83,96 +85,12 @@ ARGUMENT_SPEC = {
     "shared": {"type": "dict"},
 }
 
-# Where each configured API key is set ("api_gateway_keys[<name>]", "api_gateway_host_key") ->
-# {each} applied to the key: only what the expression makes of it reaches the plugin.
-_KEYS_MAPPED = (
-    "dict((api_gateway_keys | default({{}}) | dict2items | selectattr('value')"
-    " | map(attribute='key') | map('regex_replace', '^', 'api_gateway_keys[') | map('regex_replace', '$', ']')"
-    " | list)"
-    " | zip(api_gateway_keys | default({{}}) | dict2items | selectattr('value')"
-    " | map(attribute='value') | {each} | list))"
-    " | combine({{'api_gateway_host_key': api_gateway_host_key | {one}}}"
-    " if api_gateway_host_key | default('') | length > 0 else {{}})"
-)
-# The shape of a key (_gateway.KEY_SHAPE_CLASSES): each character replaced by its class, token
-# character "a", whitespace " ", anything else "?". Length and classes only, never the key.
-_SHAPE = (("[A-Za-z0-9._~+/=-]", "a"), (r"\\s", " "), ("[^a ]", "?"))
-_SHAPE_EACH = " | ".join(f"map('regex_replace', '{pattern}', '{to}')" for pattern, to in _SHAPE)
-_SHAPE_ONE = " | ".join(f"regex_replace('{pattern}', '{to}')" for pattern, to in _SHAPE)
-
-# Where each argument comes from when the task leaves it out: a Jinja expression over the
-# host's variables. The one mapping from inventory names to the plan's inputs.
+# Where each argument comes from when the task leaves it out: a Jinja expression over the host's
+# variables, each declared once in the plan's input schema (plugins/plugin_utils/plan_inputs.yml, section
+# arguments; _plan_inputs turns it into these expressions). The one mapping from inventory names to the plan's
+# inputs, with the shared section below.
 VAR_DEFAULTS = {
-    "server": "volta_server | default(none)",
-    "instances": "volta_instances | default([])",
-    "host": "inventory_hostname | default('localhost')",
-    # The pins and paths: the host's variable, else its role's default (roles/<role>/defaults/main.yml, their
-    # one home, read by _defaults).
-    "driver_branch": f"({role_default('nvidia_driver', 'nvidia_driver_branch')}) | string",
-    "driver_kernel_module": role_default("nvidia_driver", "nvidia_driver_kernel_module"),
-    "cuda_version": f"({role_default('cuda_toolkit', 'cuda_toolkit_version')}) | string",
-    "engine_versions": (
-        "{" + ", ".join(
-            f"'{flavour}': {{" + ", ".join(
-                f"'{key}': ({role_default('engine', f'engine_{flavour}_{key}')}) | string"
-                for key in ("version", "torch_version", "torch_cuda")) + "}"
-            for flavour in ("vllm", "onecat")) + "}"
-    ),
-    # The port the firewall keeps open for SSH (its default is ansible_port, else 22).
-    "ssh_port": "firewall_ssh_port | default(ansible_port | default(22))",
-    # Only the names of the instances that have a key; the keys never reach the plugin.
-    "api_key_instances": (
-        "api_gateway_keys | default({}) | dict2items | selectattr('value') | map(attribute='key') | list"
-    ),
-    "api_host_key": "api_gateway_host_key | default('') | length > 0",
-    "api_generate_keys": "api_gateway_generate_keys | default(false) | bool",
-    "profiles": "preflight_engine_profiles | default({})",
-    "engines_root": role_default("engine", "engine_root"),
-    "secrets_dir": f"volta_secrets_dir | default('{DEFAULT_SECRETS_DIR}')",
-    "reserved_ports": "preflight_reserved_ports | default({})",
-    "build_packages": "engine_build_packages | default(none)",
-    "ram_need_gb": "preflight_host_ram_need_gb | default({})",
-    "gpu_facts": "ansible_facts['volta_gpu'] | default(none)",
-    "model_facts": "ansible_facts['volta_checkpoints'] | default(none)",
-    # host_platform has none: only preflight reads the host's platform (glibc), and passes it.
-    "engine_pythons": "{'vllm': engine_python | default(''), 'onecat': engine_onecat_python | default('')}",
-    "python_uv_version": "engine_python_uv_version | default('')",
-    "onecat_wheel": "engine_onecat_wheel_url | default('') | basename",
-    # The settings the gateway pastes into nginx; of the TLS certificate and key only whether set.
-    "gateway": (
-        "{'listen_address': api_gateway_listen_address | default(''),"
-        " 'client_max_body_size': api_gateway_client_max_body_size | default('64m'),"
-        " 'metrics_allow': api_gateway_metrics_allow | default([]),"
-        " 'tls_certificate': api_gateway_tls_certificate | default('') | length > 0,"
-        " 'tls_private_key': api_gateway_tls_private_key | default('') | length > 0,"
-        " 'allow_plain_http': api_gateway_allow_plain_http | default(false) | bool,"
-        " 'firewall_enabled': firewall_enabled | default(true) | bool,"
-        " 'api_cidrs': firewall_api_cidrs | default([]),"
-        " 'proxy_timeouts': {'connect': api_gateway_proxy_connect_timeout | default(10),"
-        " 'read': api_gateway_proxy_read_timeout | default(3600),"
-        " 'send': api_gateway_proxy_send_timeout | default(3600)},"
-        " 'unauthorized_rate': api_gateway_unauthorized_rate | default('30r/m'),"
-        " 'unauthorized_burst': api_gateway_unauthorized_burst | default(20),"
-        " 'key_shapes': " + _KEYS_MAPPED.format(each="map('string') | " + _SHAPE_EACH, one="string | " + _SHAPE_ONE)
-        + "}"
-    ),
-    # The sha256 of each configured key (never the key), to refuse the published example keys.
-    "api_key_sha256": _KEYS_MAPPED.format(each="map('string') | map('hash', 'sha256')", one="string | hash('sha256')"),
-    "lab": "volta_lab | default(false) | bool",
-    # What engine_service writes into every unit's restart policy (checked: the start limit must trip).
-    "units": (
-        "{'restart_sec': engine_service_restart_sec | default(10),"
-        " 'start_limit_interval': engine_service_start_limit_interval | default(600),"
-        " 'start_limit_burst': engine_service_start_limit_burst | default(5)}"
-    ),
-    # An instance's model_source names one of volta_models (role volta.serving.model); its model is then
-    # the source's served path under the role's model_root (_model.resolve_instances).
-    "models": "volta_models | default({})",
-    "models_root": role_default("model", "model_root"),
-    # Unknown variables and instance fields: error, or warn for the whole fleet.
-    "unknown_variables": "preflight_unknown_variables | default(volta_unknown_variables | default('error'))",
-    "ray_ports": role_default("engine_service", "engine_service_ray_ports"),
-    "service_home": role_default("engine_service", "engine_service_home"),
+    **plan_input_expressions("arguments"),
     # The settings more than one role needs, each read from its one home (its owner role's variable, else
     # that role's default); the plan carries them as plan['shared'] (SHARED_FIELDS), and no role reads
     # another role's variables.
@@ -195,29 +113,16 @@ VAR_DEFAULTS = {
 }
 
 
-def member_inputs(member_vars):
-    """What the plan reads of another member of a multi-host instance (_cluster): its variables, each one
-    it does not set as its role's default (the host's own come from VAR_DEFAULTS)."""
-    def var(name, role=None):
-        value = member_vars.get(name)
-        return literal_default(role, name) if value is None and role else value
-
-    return {
-        "instances": var("volta_instances") or [],
-        "server": var("volta_server"),
-        "engine": {flavour: {key: str(var(f"engine_{flavour}_{key}", "engine"))
-                             for key in ("version", "torch_version", "torch_cuda")}
-                   for flavour in ("vllm", "onecat")},
-        "models": var("volta_models") or {},
-        "models_root": var("model_root", "model"),
-    }
+def member_inputs(templar, member_vars):
+    """What the plan reads of another member of a multi-host instance (_cluster): the schema's member section
+    over its variables (each one it does not set is its role's default, over its own variables)."""
+    member = templar.copy_with_new_env(available_variables=member_vars)
+    read = ActionModule._evaluate_all(member, plan_input_expressions("member"), ActionModule._read_named)
+    return {**read, "instances": read["instances"] or [], "models": read["models"] or {}}
 
 
 # What only preflight's call reads (preflight: true): the driver pin and the index of the engine pins.
-PREFLIGHT_VARS = {
-    "driver_version": f"({role_default('nvidia_driver', 'nvidia_driver_version')}) | string",
-    "index_url": f"({role_default('engine', 'engine_pypi_index_url')}) | string",
-}
+PREFLIGHT_VARS = plan_input_expressions("preflight")
 
 
 # The host variables whose type is checked before any expression reads inside them (a list
@@ -236,11 +141,6 @@ def inputs_digest(args):
     """sha256 of the arguments the report is built from (sorted JSON; anything else as its repr)."""
     inputs = {k: v for k, v in args.items() if k not in NOT_INPUTS}
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
-
-
-def one_expression(expressions):
-    """One Jinja dict expression whose key *name* holds the value of expressions[name], for each name."""
-    return "{" + ", ".join(f"{name!r}: ({expression})" for name, expression in expressions.items()) + "}"
 
 
 def write_dump(dump_dir, host, plan):
@@ -392,7 +292,9 @@ class ActionModule(ActionBase):
     def _member(self, hostvars, name, in_play, instances):
         if name not in hostvars:
             return {"known": False, "in_play": False}
-        read = member_inputs(hostvars[name])
+        # The member's own variables, not yet templated (HostVars.raw_get): the schema's expressions template them.
+        raw = hostvars.raw_get(name) if hasattr(hostvars, "raw_get") else hostvars[name]
+        read = member_inputs(self._templar, raw)
         wanted = {inst.get("name") for inst in instances if isinstance(inst, dict)}
         theirs = [i for i in read["instances"] or [] if isinstance(i, dict)]
         try:

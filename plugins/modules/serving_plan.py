@@ -27,6 +27,8 @@ description:
     C(volta_engines_root), C(volta_secrets_dir), C(ansible_facts['volta_gpu']), C(engine_python),
     C(engine_onecat_python), C(engine_python_uv_version), C(engine_onecat_wheel_url)); the defaults below apply when
     those are unset too. So roles call it without options and build the same plan as preflight.
+  - Where each option left out comes from (the variable, its owner role, the default) is declared once, in
+    the plan's input schema C(plugins/plugin_utils/plan_inputs.yml) of the collection.
   - Built once per host per run. The report is kept in the host fact C(volta_serving_plan) with the sha256 of
     the resolved options, and a later call whose options resolve to the same values (the next layer of the
     same run, nothing changed in between) reuses it (RV(reused)). A layer run on its own builds it.

@@ -26,7 +26,8 @@ def _docs():
 
 
 DOCS = list(_docs())
-YML_DOCS = sorted(PLUGINS.rglob("*.yml"))
+# Sidecar docs of plugins; plugin_utils holds no plugin (its plan_inputs.yml is the serving plan's input schema).
+YML_DOCS = sorted(p for p in PLUGINS.rglob("*.yml") if p.parent.name != "plugin_utils")
 
 
 def test_the_plugins_have_docs():

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,33 @@ def test_literals_follow_the_defaults_files():
     engine = yaml.safe_load((ROLES / "engine" / "defaults" / "main.yml").read_text())
     assert _defaults.engine_versions()["vllm"]["version"] == engine["engine_vllm_version"]
     assert _defaults.engine_versions()["onecat"]["torch_cuda"] == engine["engine_onecat_torch_cuda"]
-    root = re.search(r"default\('([^']+)'\)", engine["engine_root"]).group(1)
-    assert _defaults.literal("engine", "engine_root") == root
+    assert engine["engine_root"] == "{{ volta_engines_root | default('/opt/volta/engines') }}"
+    assert _defaults.literal("engine", "engine_root") == "/opt/volta/engines"
+    assert _defaults.literal("engine_service", "engine_service_ray_ports")["gcs"] == 6379  # a plain value as it is
+
+
+@pytest.mark.parametrize(
+    ("value", "expression"),
+    [
+        ("{{ volta_engines_root | default('/opt/volta/engines') }}",
+         "volta_engines_root | default('/opt/volta/engines')"),
+        ("  {{x|default('{{ y }}')}}\n", "x|default('{{ y }}')"),  # a brace inside a string is the string's
+        ("{{ a }}/{{ b }}", None),  # two expressions
+        ("/srv/{{ a }}", None),  # text around the expression
+        ("{% if a %}b{% endif %}", None),  # a statement
+        ("{{ a", None),  # not Jinja
+        ("plain", None),
+        (580, None),
+        ({"gcs": 6379}, None),
+    ],
+)
+def test_a_default_is_one_expression_by_jinjas_own_lexer(value, expression):
+    assert _defaults.default_expression(value) == expression
+
+
+def test_the_defaults_module_parses_no_jinja_with_a_regex():
+    source = Path(_defaults.__file__).read_text()
+    assert "import re" not in source and "re.compile" not in source
 
 
 def test_expressions_keep_the_role_default():
