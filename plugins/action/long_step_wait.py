@@ -19,7 +19,8 @@ display = Display()
 
 
 class ActionModule(ActionBase):
-    _VALID_ARGS = frozenset(("jid", "log", "step", "timeout", "interval", "report_every", "space_path", "index_urls"))
+    _VALID_ARGS = frozenset(("jid", "log", "step", "timeout", "interval", "report_every", "space_path", "index_urls",
+                             "finish"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -33,6 +34,7 @@ class ActionModule(ActionBase):
                 "report_every": {"type": "float", "default": 30.0},
                 "space_path": {"type": "str", "default": ""},
                 "index_urls": {"type": "list", "elements": "str", "default": []},
+                "finish": {"type": "bool", "default": False},
             },
         )
         host = (task_vars or {}).get("inventory_hostname", "host")
@@ -58,7 +60,28 @@ class ActionModule(ActionBase):
         result.update(changed=False, elapsed=round(time.monotonic() - start, 1), step=args["step"])
         if status.get("finished") and status.get("rc", 0) != 0:
             result["problem"] = self._problem(host, args)
+        if args["finish"]:
+            self._finish(result, args, async_dir, task_vars)
         return result
+
+    def _finish(self, result, args, async_dir, task_vars):
+        """finish: the job's status file removed, and a step that did not end with exit status 0 failed with
+        its problem, its exit status (or why it has none) and the last 40 lines of its log."""
+        self._execute_module(
+            module_name="ansible.legacy.async_status",
+            module_args={"jid": args["jid"], "mode": "cleanup", "_async_dir": async_dir},
+            task_vars=task_vars,
+        )
+        rc = result.get("rc")
+        if rc == 0:
+            result["failed"] = False
+            return
+        out = self._low_level_execute_command(f"tail -n 40 {shlex.quote(args['log'])}")
+        lines = out.get("stdout", "").splitlines() if out.get("rc") == 0 else []
+        why = f"exit status {rc}" if rc is not None else result.get("msg") or "no result"
+        result["failed"] = True
+        result["msg"] = (f"{result.get('problem') or ''} {args['step']} failed ({why}); the last lines of "
+                         f"{args['log']}: {' | '.join(lines)}")
 
     def _problem(self, host, args):
         """A full disk or an unreachable index, read from the failed step's log; '' for anything else."""

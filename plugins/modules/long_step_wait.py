@@ -58,6 +58,15 @@ options:
     type: list
     elements: str
     default: []
+  finish:
+    description:
+      - Also end the step as its caller would. The job's status file on the host is removed (as
+        M(ansible.builtin.async_status) with C(mode=cleanup) does), and a step that did not end with exit status 0
+        fails the task with RV(problem) first, then the step, its exit status (or why it has none) and the last
+        40 lines of O(log).
+      - Without it the task never fails on the step's exit status; the caller reads RV(rc) and RV(problem).
+    type: bool
+    default: false
 attributes:
   action:
     support: full

@@ -1,10 +1,10 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""roles/engine/tasks/pins.yml run by ansible-playbook on localhost (connection local).
+"""The pin checks of roles/engine/tasks/plan.yml run by ansible-playbook on localhost (connection local).
 
 The index is a file:// PEP 503 index written here with PEP 658 metadata files; the requirement
 lines are vLLM 0.19.1's and 1Cat-vLLM's real torch pins (facts section 3). Nothing is installed:
-pins.yml reads metadata and refuses, or passes.
+plan.yml reads metadata and refuses, or passes (the vLLM wheel plan is given: the index's wheel).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ANSIBLE_PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
 VLLM_0191 = ["torch==2.10.0", "torchaudio==2.10.0", "torchvision==0.25.0"]
 
 PLAYBOOK = """
-- name: Run pins.yml
+- name: Run plan.yml
   hosts: all
   connection: local
   gather_facts: false
@@ -34,13 +34,14 @@ PLAYBOOK = """
         __engine_pythons: "{{ pythons }}"
       when: pythons is defined
 
-    - name: Include pins.yml of volta.serving.engine
+    - name: Include plan.yml of volta.serving.engine
       ansible.builtin.include_role:
         name: volta.serving.engine
-        tasks_from: pins.yml
+        tasks_from: plan.yml
       vars:
         __engine_flavour: "{{ flavour }}"
         __engine_spec: "{{ __engine_specs[flavour] }}"
+        __engine_build: {key: test, method: wheel, why: the test}
 """
 
 

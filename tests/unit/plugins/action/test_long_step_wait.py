@@ -22,7 +22,7 @@ PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
 INDEX = "http://index.invalid:8080/simple"
 
 
-def run(tmp_path, script):
+def run(tmp_path, script, finish=False):
     log, space = tmp_path / "step.log", tmp_path / "install"
     space.mkdir(exist_ok=True)
     (space / "half").write_bytes(b"x" * 8192)
@@ -31,7 +31,7 @@ def run(tmp_path, script):
          "async": 60, "poll": 0, "register": "job"},
         {"name": "Wait", "volta.serving.long_step_wait": {
             "jid": "{{ job.ansible_job_id }}", "log": str(log), "step": "install torch", "interval": 0.2,
-            "space_path": str(space), "index_urls": [INDEX, "http://other.invalid/whl"]},
+            "space_path": str(space), "index_urls": [INDEX, "http://other.invalid/whl"], "finish": finish},
          "register": "waited", "failed_when": False},
         {"name": "Show", "ansible.builtin.copy": {"content": "{{ waited | to_json }}", "dest": str(tmp_path / "r")}},
     ]
@@ -67,3 +67,18 @@ def test_an_unreachable_index_is_named(tmp_path):
                                                  ("echo fine", None)])
 def test_other_outcomes_have_no_problem(tmp_path, script, problem):
     assert run(tmp_path, script).get("problem") == problem
+
+
+def test_finish_fails_a_failed_step_with_its_problem_and_log_end_and_removes_the_status_file(tmp_path):
+    # (The test's task has failed_when: false, so that its result can be read: the message is the failure's.)
+    result = run(tmp_path, "echo one; echo 'error: no matching version'; exit 3", finish=True)
+    assert result["rc"] == 3
+    assert result["msg"] == (f" install torch failed (exit status 3); the last lines of {tmp_path}/step.log: "
+                             "one | error: no matching version")
+    assert not list((Path.home() / ".ansible_async").glob(result["ansible_job_id"]))
+
+
+def test_finish_passes_a_step_that_passed(tmp_path):
+    result = run(tmp_path, "echo fine", finish=True)
+    assert result["rc"] == 0 and "install torch failed" not in result.get("msg", "")
+    assert not list((Path.home() / ".ansible_async").glob(result["ansible_job_id"]))
