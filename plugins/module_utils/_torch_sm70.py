@@ -35,9 +35,7 @@ TORCH_SM70_BUILDS = {
 }
 
 TORCH_SM70_SOURCE = "PyTorch's CUDA support matrix (RELEASE.md) and RFCs pytorch/pytorch#157517, #172352, #190385"
-
 _VERSION_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
-
 _CUDA_TAG_RE = re.compile(r"^cu(\d+)(\d)$")
 
 

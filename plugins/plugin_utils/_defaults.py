@@ -35,6 +35,7 @@ def role_defaults(role):
     return load_yaml(os.path.join(ROLES, role, "defaults", "main.yml")) or {}
 
 
+@functools.cache
 def _jinja():
     import jinja2.sandbox  # controller only: Ansible's own Jinja
 

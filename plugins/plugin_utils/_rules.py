@@ -60,7 +60,6 @@ RULES = {
     **ALLOW_CATALOGUE,
 }
 OVERRIDABLE = tuple(rule for rule, (_sev, over, _what) in RULES.items() if over)
-SEVERITIES = (ERROR, WARNING, ALLOWED)
 
 # The checks of one normalised instance, in the order their findings are reported.
 INSTANCE_CHECKS = (

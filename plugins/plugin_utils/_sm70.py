@@ -22,11 +22,8 @@ from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import (
 )
 
 ENGINES = ("vllm", "onecat", "llamacpp")
-
 VLLM_ENGINES = ("vllm", "onecat")  # the engines with vLLM's CLI (`vllm serve`)
-
 MODEL_FAMILIES = ("dense", "moe", "moe-nvfp4", "qwen-linear", "deepseek-v4", "deepseek-mla")
-
 QUANTIZATIONS = ("none", "awq", "gptq", "fp8", "nvfp4", "mxfp4", "gguf")
 
 # vLLM 0.21.0's --kv-cache-dtype choices (tests/lab/pypi/vllm-flags/0.21.0.json).
@@ -49,7 +46,6 @@ KV_CACHE_DTYPES = (
 )
 
 DTYPES = ("auto", "half", "float16", "bfloat16", "bf16", "float", "float32")
-
 BF16_DTYPES = ("bfloat16", "bf16")
 
 # Families with a MoE whose NVFP4 kernels only take TP 1, 2 or 4 on 1Cat-vLLM.
@@ -64,23 +60,16 @@ QWEN_FAMILIES = ("qwen-linear", "moe-nvfp4")
 # vLLM 0.21.0's `gptq` method (exllama kernels) takes compute capability 6.0; only gptq_marlin
 # needs 7.5, and vLLM falls back to `gptq` below it (get_min_capability of the real release).
 ONECAT_ONLY_QUANTIZATIONS = ("fp8", "awq", "nvfp4", "mxfp4")
-
 NVFP4_MOE_TP_SIZES = (1, 2, 4)
-
 LONG_CONTEXT = 1_000_000
-
 LONG_CONTEXT_MAX_SEQS = 4
-
 GPU_MEMORY_HEADROOM = 0.95
-
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 # Compute capabilities below which a rule applies. Volta is 7.0; Turing (7.5) is the first
 # architecture of the open kernel modules, of CUDA 13 and of torch's cu128 wheels from 2.11 on.
 SM70_BELOW = (7, 5)
-
 FLASH_ATTENTION_MIN = (8, 0)  # FlashAttention 2/3 and FlashInfer: Ampere and newer
-
 LAST_VOLTA_DRIVER_BRANCH = 580
 
 # vLLM 0.21.0's scheduler defaults for `vllm serve` on CUDA, read from the real release
@@ -92,20 +81,15 @@ LAST_VOLTA_DRIVER_BRANCH = 580
 # max_num_seqs left unset becomes min(256, max_num_batched_tokens). (The CPU platform uses
 # 2048 x world size and 128 x world size instead.)
 VLLM_SERVE_DEFAULT_MBT = 2048
-
 VLLM_SERVE_DEFAULT_SEQS = 256
-
 CHUNKED_ON = ("--enable-chunked-prefill", "--enable_chunked_prefill")
-
 CHUNKED_OFF = ("--no-enable-chunked-prefill", "--no_enable_chunked_prefill")
-
 _BOOL_WORDS = ("true", "false", "yes", "no", "on", "off", "0", "1")
 
 # Host RAM an instance needs, in GB, by model family (the rest of the host keeps
 # HOST_RAM_RESERVE_GB). Qwen3.8-Flash-Next (moe-nvfp4) offloads ~48 GB of n-gram embeddings per
 # instance; two instances used ~156 GB in all (facts section 4), hence 78 each.
 HOST_RAM_RESERVE_GB = 16
-
 HOST_RAM_NEED_GB = {
     "dense": 16,
     "moe": 16,
