@@ -388,8 +388,8 @@ def test_key_not_in_ansible_output():
     # (prepare, converge, idempotence, ...). It must hold the converge run and not the key.
     content = ANSIBLE_LOG.read_text(errors="replace")
     # The tasks that hold the key ran (no_log: their results never reach the output).
-    assert "volta.serving.api_gateway : Write the environment files of the engines" in content
-    assert "volta.serving.api_gateway : Resolve the key of every instance" in content
+    assert "volta.serving._api_keys : Write the environment files of the engines" in content
+    assert "volta.serving._api_keys : Resolve the key of every instance" in content
     assert KEY not in content
     assert SECRET not in content
 
