@@ -238,7 +238,7 @@ options:
     description: Seconds to wait for the index when O(preflight) reads the releases of the pinned vLLM.
     type: int
     default: 10
-  model_facts_from:
+  facts_from:
     description:
       - Where O(model_facts) were read. V(controller) - a local path that is not on the controller was not read
         (not missing), and a hub model the controller could not read is not an error; the summary lists the

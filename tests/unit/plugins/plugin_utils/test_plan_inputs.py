@@ -37,7 +37,7 @@ def test_every_argument_read_from_the_host_is_declared_once():
     declared = set(_plan_inputs.schema()["arguments"])
     assert declared | {"shared"} == set(VAR_DEFAULTS)
     # The arguments no host variable stands for: given by the task, or computed by the action.
-    computed = {"host_platform", "model_facts_from", "preflight", "index_timeout", "dump_dir", "report_warnings",
+    computed = {"host_platform", "facts_from", "preflight", "index_timeout", "dump_dir", "report_warnings",
                 "cluster_members"}
     assert set(ARGUMENT_SPEC) - set(VAR_DEFAULTS) == computed
     assert set(PREFLIGHT_VARS) == {"driver_version", "index_url"}
