@@ -96,7 +96,7 @@ VAR_DEFAULTS = {
     # another role's variables.
     "shared": "{" + ", ".join(f"{field!r}: ({expression})" for field, expression in (
         # "" unless the inventory names one: the repository of the host's distribution (role _cuda_repo).
-        ("cuda_repo_url", "nvidia_driver_cuda_repo_url | default('') | string"),
+        ("cuda_apt_url", "nvidia_driver_cuda_repo_url | default('') | string"),
         ("cuda_keyring_sha256", f"({role_default('nvidia_driver', 'nvidia_driver_cuda_keyring_sha256')}) | string"),
         ("python_index_url", role_default("engine", "engine_pypi_index_url")),
         ("pytorch_index_url", role_default("engine", "engine_pytorch_index_url")),
