@@ -92,23 +92,18 @@ ARGUMENT_SPEC = {
 VAR_DEFAULTS = {
     **plan_input_expressions("arguments"),
     # The settings more than one role needs, each read from its one home (its owner role's variable, else
-    # that role's default); the plan carries them as plan['shared'] (SHARED_FIELDS), and no role reads
-    # another role's variables.
+    # that role's default); the plan carries them as plan['shared'], with engines_root (the engine installs'
+    # root, an argument of its own), and no role reads another role's variables.
     "shared": "{" + ", ".join(f"{field!r}: ({expression})" for field, expression in (
         # "" unless the inventory names one: the repository of the host's distribution (role _cuda_repo).
         ("cuda_apt_url", "nvidia_driver_cuda_repo_url | default('') | string"),
         ("cuda_keyring_sha256", f"({role_default('nvidia_driver', 'nvidia_driver_cuda_keyring_sha256')}) | string"),
         ("python_index_url", role_default("engine", "engine_pypi_index_url")),
-        ("pytorch_index_url", role_default("engine", "engine_pytorch_index_url")),
-        ("uv_version", f"({role_default('engine', 'engine_uv_version')}) | string"),
-        ("vllm_torch_cuda", role_default("engine", "engine_vllm_torch_cuda")),
         ("exporters", "{" + ", ".join(f"{key!r}: ({role_default('exporters', 'exporters_' + key)})"
                                       for key in ("listen_address", "port", "node_exporter_port",
                                                   "node_exporter_enabled")) + "}"),
         ("service_account", "{" + ", ".join(f"{key!r}: ({role_default('engine_service', 'engine_service_' + key)})"
                                             for key in ("user", "group", "home")) + "}"),
-        ("model_root", role_default("model", "model_root")),
-        ("model_keep", role_default("model", "model_keep")),
     )) + "}",
 }
 
@@ -408,7 +403,7 @@ class ActionModule(ActionBase):
             return cached["report"], True, None
         preflight = self._preflight_inputs(task_vars, args) if args["preflight"] else None
         report = self._build(host, args, preflight)
-        report["plan"]["shared"] = dict(args.get("shared") or {}, engine_root=args["engines_root"])
+        report["plan"]["shared"] = dict(args.get("shared") or {}, engines_root=args["engines_root"])
         return report, False, {CACHE_FACT: {"inputs": digest, "report": report}}
 
     @staticmethod
