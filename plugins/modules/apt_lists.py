@@ -46,18 +46,8 @@ options:
       - V("") any version.
     type: str
     default: ""
-  sources_changed:
-    description: The caller changed an apt source, keyring or preferences file in this run.
-    type: bool
-    default: false
-  cache_valid_time:
-    description: Refresh lists older than this many seconds, even when nothing else calls for it.
-    type: int
-    default: 3600
-  lock_timeout:
-    description: Seconds to wait for another apt or dpkg that holds the lists lock.
-    type: int
-    default: 600
+extends_documentation_fragment:
+  - volta.serving.apt_lists
 attributes:
   check_mode:
     support: full

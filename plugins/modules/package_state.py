@@ -67,18 +67,6 @@ options:
     description: Refresh the package lists when they cannot know O(packages) and O(extra); V(false) only reads.
     type: bool
     default: true
-  sources_changed:
-    description: The caller changed an apt source, keyring or preferences file in this run.
-    type: bool
-    default: false
-  cache_valid_time:
-    description: Refresh lists older than this many seconds, even when nothing else calls for it.
-    type: int
-    default: 3600
-  lock_timeout:
-    description: Seconds to wait for another apt or dpkg that holds the lists lock.
-    type: int
-    default: 600
   read_sources:
     description:
       - deb822 sources files (C(.sources)) read as well, so that a caller writes one only when RV(read_sources)
@@ -129,6 +117,8 @@ options:
         description: The package named in the problem when C(Python.h) is missing.
         type: str
         required: true
+extends_documentation_fragment:
+  - volta.serving.apt_lists
 attributes:
   check_mode:
     support: full
