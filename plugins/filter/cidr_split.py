@@ -77,7 +77,7 @@ _value:
 def cidr_split(values):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
 
     return split_cidrs(values)

@@ -55,7 +55,7 @@ _value:
 def driver_installed(lines, patterns, sources=()):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.module_utils._driver_packages import installed
 
     return installed(lines, patterns, sources)

@@ -108,7 +108,7 @@ def driver_packages(distribution, branch, headless=False, kernel_module="proprie
                     module_source="dkms", kernel_release="", flavour="generic"):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.module_utils._driver_packages import plan
 
     return plan(distribution, branch, headless=bool(headless), kernel_module=kernel_module, source=source,

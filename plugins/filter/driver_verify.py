@@ -102,7 +102,7 @@ _value:
 def driver_verify(gpu, host, **options):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.plugin_utils._driver_checks import verify
 
     return verify(gpu, host, **options)

@@ -8,7 +8,7 @@ from ansible.errors import AnsibleFilterError
 
 
 # Imported on call, not at load: Ansible loads every filter file of the collection in each task
-# worker that uses any one of them (docs/architecture.md, One read per role).
+# worker that uses any one of them (docs/dev/internals.md, Where a change goes).
 def _logic():
     from ansible_collections.volta.serving.plugins.plugin_utils import _engine_build
 

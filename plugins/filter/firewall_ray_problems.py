@@ -55,7 +55,7 @@ _value:
 def firewall_ray_problems(ray, host, open_ports=None):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.plugin_utils._firewall_ray import ray_problems
 
     return ray_problems(dict(ray) if ray is not None and hasattr(ray, "keys") else ray, str(host),

@@ -50,7 +50,7 @@ _value:
 def firewall_settings_problems(settings, host):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.plugin_utils._firewall_settings import settings_problems
 
     return settings_problems(dict(settings or {}), str(host))

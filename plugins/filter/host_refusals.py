@@ -80,7 +80,7 @@ _value:
 def host_refusals(facts, host, server=None, driver_branch=None, kernel_module=None, cuda_version=None):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.plugin_utils._host_rules import host_refusals as _host_refusals
 
     return _host_refusals(facts, server, host, driver_branch=None if driver_branch is None else str(driver_branch),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 # Imported on call, not at load: Ansible loads every filter file of the collection in each task
-# worker that uses any one of them (docs/architecture.md, One read per role).
+# worker that uses any one of them (docs/dev/internals.md, Where a change goes).
 def _logic():
     from ansible_collections.volta.serving.plugins.plugin_utils import _preflight_report
 

@@ -60,7 +60,7 @@ _value:
 def toolkit_settings(facts, host, version, package_version, python):
     """Filter entry point: see DOCUMENTATION."""
     # Imported on call, not at load: Ansible loads every filter file of the collection in each
-    # task worker that uses any one of them (docs/architecture.md, One read per role).
+    # task worker that uses any one of them (docs/dev/internals.md, Where a change goes).
     from ansible_collections.volta.serving.plugins.plugin_utils._toolkit_checks import settings_problem
 
     return settings_problem(facts, host, version, package_version, python)
