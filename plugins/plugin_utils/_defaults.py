@@ -74,7 +74,7 @@ def expression(role, var):
     """A Jinja expression of the host's variables: var as the host sets it, else the role's default for it.
 
     A default written as one expression ("{{ volta_engines_root | default('/opt/volta/engines') }}") is read
-    inline, as the role would evaluate it (one expression for every input: see docs/architecture.md); a plain
+    inline, as the role would evaluate it (one expression for every input: see docs/dev/internals.md); a plain
     value becomes a literal.
     """
     value = role_defaults(role)[var]

@@ -4,7 +4,7 @@ Every task worker that evaluates one of the collection's filters loads every fil
 collection again (Ansible's filter loader walks them all; the workers are forked before the first
 use). ansible.module_utils.urls (ssl, http.client, cryptography), while it came with
 engine_build_plan and model_plan, was 14% of the controller's sampled CPU in the 8-host rerun
-(docs/architecture.md, One read per role); the filters' own module_utils were most of the rest of the
+(docs/dev/internals.md, One read per role); the filters' own module_utils were most of the rest of the
 filter loading (fifth step).
 """
 
