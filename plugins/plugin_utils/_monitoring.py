@@ -17,6 +17,7 @@ import ipaddress
 
 from ansible_collections.volta.serving.plugins.module_utils._services import key_name
 from ansible_collections.volta.serving.plugins.plugin_utils._cluster import read_cluster
+from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal
 
 # Scrape job names the alert rules and the dashboard use.
 JOBS = {"node": "volta-node", "gpu": "volta-gpu", "engine": "volta-engine"}
@@ -30,10 +31,10 @@ CONTRACT_METRICS = frozenset((
     "volta_gpu_nvlink_errors", "volta_gpu_pcie_link_generation", "volta_gpu_pcie_link_width",
     "volta_gateway_responses_total",
 ))
-# The exporters role's defaults (roles/exporters/defaults/main.yml): loopback, so nothing is exposed
-# until asked; node_exporter listens on the same address, on its own port.
-EXPORTERS_DEFAULTS = {"exporters_listen_address": "127.0.0.1", "exporters_port": 9402,
-                      "exporters_node_exporter_port": 9100, "exporters_node_exporter_enabled": True}
+# The exporters' settings a scrape target needs; a host that does not set one has the exporters role's default
+# (roles/exporters/defaults/main.yml, their one home: loopback, so nothing is exposed until asked).
+EXPORTER_SETTINGS = ("exporters_listen_address", "exporters_port", "exporters_node_exporter_port",
+                     "exporters_node_exporter_enabled")
 
 
 def _problem(host, variable, text, fix):
@@ -61,7 +62,7 @@ def _address(host, hv):
 
 
 def _setting(hv, name):
-    return hv.get(name, EXPORTERS_DEFAULTS[name])
+    return hv[name] if name in hv else literal("exporters", name)
 
 
 def _firewall_problems(host, hv, ports):

@@ -335,9 +335,14 @@ def test_the_exporter_emits_the_monitoring_contract_plus_its_error_series():
     assert set(vx.METRICS) - {"volta_gpu_exporter_nvml_errors"} == set(CONTRACT_METRICS)
 
 
-def test_the_role_defaults_are_the_ones_the_monitoring_side_assumes():
+def test_the_monitoring_side_takes_an_unset_exporter_setting_from_the_role_defaults():
     import yaml
-    from ansible_collections.volta.serving.plugins.plugin_utils._monitoring import EXPORTERS_DEFAULTS
+    from ansible_collections.volta.serving.plugins.plugin_utils import _monitoring
 
     defaults = yaml.safe_load((ROOT / "roles/exporters/defaults/main.yml").read_text(encoding="utf-8"))
-    assert {k: defaults[k] for k in EXPORTERS_DEFAULTS} == EXPORTERS_DEFAULTS
+    assert {k: _monitoring._setting({}, k) for k in _monitoring.EXPORTER_SETTINGS} == {
+        "exporters_listen_address": "127.0.0.1", "exporters_port": 9402, "exporters_node_exporter_port": 9100,
+        "exporters_node_exporter_enabled": True}
+    assert {k: defaults[k] for k in _monitoring.EXPORTER_SETTINGS} == {
+        k: _monitoring._setting({}, k) for k in _monitoring.EXPORTER_SETTINGS}
+    assert _monitoring._setting({"exporters_port": 9500}, "exporters_port") == 9500
