@@ -53,7 +53,7 @@ class ActionModule(ActionBase):
             try:
                 out[name] = templar.evaluate_expression(trust_as_template(expression))
             except Exception as exc:
-                raise AnsibleActionFail(f"api_keys: cannot read {expression.split(' ')[0]}: "
+                raise AnsibleActionFail(f"api_keys: cannot read {expression.split(' ', maxsplit=1)[0]}: "
                                         f"{type(exc).__name__}") from None
         out["keys"] = {str(k): (str(v) if v else "") for k, v in dict(out["keys"] or {}).items()}
         out["host_key"] = str(out["host_key"] or "")

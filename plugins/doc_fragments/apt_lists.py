@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The options of the modules that refresh apt's package lists (volta.serving.apt_lists, volta.serving.package_state)."""
+"""The options of the modules that refresh apt's package lists (apt_lists, package_state)."""
 
 from __future__ import annotations
 

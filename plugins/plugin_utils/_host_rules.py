@@ -11,13 +11,8 @@ to volta.serving.nvidia_driver and volta.serving.cuda_toolkit.
 
 from __future__ import annotations
 
-from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
-    FIRST_CUDA_WITHOUT_SM70,
-    LAST_VOLTA_DRIVER_BRANCH,
-    SM70_BELOW,
-    below,
-    parse_version,
-)
+from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import FIRST_CUDA_WITHOUT_SM70, parse_version
+from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import LAST_VOLTA_DRIVER_BRANCH, SM70_BELOW, below
 
 NO_GPU = {"index": "-", "name": "-", "compute_capability": "-", "source": "-"}
 

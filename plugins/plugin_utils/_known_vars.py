@@ -72,16 +72,20 @@ def unknown_variables(host, names, known=None):
     """One ``unknown-variable`` finding per name in *names* that has a role's prefix and no role reads."""
     known = known_variables() if known is None else known
     unknown = sorted({n for n in names if ours(n) and n not in known})
-    return [renamed_finding(host, name) if name in RENAMED else finding(
-            "unknown-variable", host, None, name,
-            f"{name} is not a variable of any volta.serving role; it is ignored.",
-            "a misspelt variable silently leaves the role's default in place (a misspelt firewall_api_cidrs "
-            "leaves the API reachable by no one).",
-            f"{suggestion(name, known)}Rename or remove {name} (each role's variables are the options of its "
-            "meta/argument_specs.yml); volta_unknown_variables: warn makes this a warning.",
-        )
-        for name in unknown
-    ]
+    return [renamed_finding(host, name) if name in RENAMED else unknown_finding(host, name, known)
+            for name in unknown]
+
+
+def unknown_finding(host, name, known):
+    """The ``unknown-variable`` finding of a name no role reads, with the closest known name."""
+    return finding(
+        "unknown-variable", host, None, name,
+        f"{name} is not a variable of any volta.serving role; it is ignored.",
+        "a misspelt variable silently leaves the role's default in place (a misspelt firewall_api_cidrs "
+        "leaves the API reachable by no one).",
+        f"{suggestion(name, known)}Rename or remove {name} (each role's variables are the options of its "
+        "meta/argument_specs.yml); volta_unknown_variables: warn makes this a warning.",
+    )
 
 
 def renamed_finding(host, name):

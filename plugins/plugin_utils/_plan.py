@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from ansible_collections.volta.serving.plugins.module_utils._services import listeners, plan_services
+from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import parse_version
 from ansible_collections.volta.serving.plugins.plugin_utils import _defaults
 from ansible_collections.volta.serving.plugins.plugin_utils._cluster import (
     cluster_findings,
@@ -53,10 +54,7 @@ from ansible_collections.volta.serving.plugins.plugin_utils._rules_host import c
 from ansible_collections.volta.serving.plugins.plugin_utils._rules_serving import check_ports, check_services
 from ansible_collections.volta.serving.plugins.plugin_utils._rules_software import check_platform, check_software
 from ansible_collections.volta.serving.plugins.plugin_utils._skipped import controller_model_facts, skipped
-from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
-    ENGINES,
-    parse_version,
-)
+from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import ENGINES
 from ansible_collections.volta.serving.plugins.plugin_utils._units import check_start_limit, unit_sandbox
 from ansible_collections.volta.serving.plugins.plugin_utils._vllm_cli import check_flags
 
@@ -323,6 +321,7 @@ def _plan_entries(normalised, profiles, findings, engines_root, secrets_dir, ray
         ]
         entries.append(entry)
     return entries
+
 
 def default_settings():
     """What build_report assumes for a pin or path it is not given: the roles' defaults (their one home)."""

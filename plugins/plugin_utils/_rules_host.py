@@ -9,6 +9,7 @@ half of what the host itself is.
 
 from __future__ import annotations
 
+from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import parse_version
 from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
 from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
     HOST_RAM_NEED_GB,
@@ -16,7 +17,6 @@ from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
     LAST_VOLTA_DRIVER_BRANCH,
     SM70_BELOW,
     below,
-    parse_version,
 )
 
 # id: (severity, overridable, what it is about); the registry (_rules.RULES) assembles every layer's.

@@ -78,6 +78,7 @@ def check_ports(instances, ctx):
                 owners[port] = (label if field == "service_port" else f"{label} of instance {inst['name']}", who)
     return out
 
+
 # What replicas must share: a client that asks for the model may reach any of them.
 SAME_FIELDS = (
     ("model", "model (its path carries the revision)"),

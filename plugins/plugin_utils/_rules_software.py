@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.volta.serving.plugins.plugin_utils import _python
-from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
-from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
+from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import (
     FIRST_CUDA_WITHOUT_SM70,
-    LAST_VOLTA_DRIVER_BRANCH,
-    SM70_BELOW,
     TORCH_SM70_SOURCE,
-    VLLM_ENGINES,
-    below,
     parse_cuda_tag,
     parse_version,
     sm70_cuda_tags,
     torch_keeps_sm70,
+)
+from ansible_collections.volta.serving.plugins.plugin_utils import _python
+from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
+from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
+    LAST_VOLTA_DRIVER_BRANCH,
+    SM70_BELOW,
+    VLLM_ENGINES,
+    below,
 )
 
 # id: (severity, overridable, what it is about); the registry (_rules.RULES) assembles every layer's.

@@ -11,16 +11,6 @@ write-ups.
 
 from __future__ import annotations
 
-from ansible_collections.volta.serving.plugins.module_utils._torch_sm70 import (  # noqa: F401  re-exported: the rules read them from here
-    FIRST_CUDA_WITHOUT_SM70,
-    TORCH_SM70_BUILDS,
-    TORCH_SM70_SOURCE,
-    parse_cuda_tag,
-    parse_version,
-    sm70_cuda_tags,
-    torch_keeps_sm70,
-)
-
 ENGINES = ("vllm", "onecat", "llamacpp")
 VLLM_ENGINES = ("vllm", "onecat")  # the engines with vLLM's CLI (`vllm serve`)
 MODEL_FAMILIES = ("dense", "moe", "moe-nvfp4", "qwen-linear", "deepseek-v4", "deepseek-mla")

@@ -206,8 +206,8 @@ def roles(tmp_path):
 
 
 def test_the_reach_in_check_finds_a_tasks_from_into_a_public_role(roles):
-    make_role(roles, "beta", [{"name": "in", "ansible.builtin.include_role": {"name": "volta.serving.alpha",
-                                                                               "tasks_from": "keys.yml"}},
+    reach_in = {"name": "volta.serving.alpha", "tasks_from": "keys.yml"}
+    make_role(roles, "beta", [{"name": "in", "ansible.builtin.include_role": reach_in},
                               {"name": "ok", "ansible.builtin.include_role": {"name": "volta.serving._shared"}}])
     assert reach_in_problems(roles) == [
         "beta/tasks/main.yml: includes the tasks of the public role alpha (keys.yml); put the shared step in an "
@@ -224,10 +224,10 @@ def test_the_read_check_finds_public_and_private_reads_but_not_module_names(role
 
 
 def test_the_depth_check_counts_includes_and_internal_roles(roles):
+    shared_c = {"name": "volta.serving._shared", "tasks_from": "c"}
     make_role(roles, "beta", [{"name": "a", "ansible.builtin.include_tasks": "a.yml"}],
               {"a.yml": [{"name": "b", "ansible.builtin.import_tasks": "b.yml"}],
-               "b.yml": [{"name": "c", "ansible.builtin.include_role": {"name": "volta.serving._shared",
-                                                                         "tasks_from": "c"}}]})
+               "b.yml": [{"name": "c", "ansible.builtin.include_role": shared_c}]})
     make_role(roles, "_shared", [{"name": "guard", "volta.serving.check": {"that": "ansible_parent_role_names"}}],
               {"c.yml": [{"name": "d", "ansible.builtin.include_tasks": "d.yml"}], "d.yml": []})
     assert depth_problems(roles) == [

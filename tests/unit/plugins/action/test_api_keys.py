@@ -58,7 +58,7 @@ def test_the_keys_and_files_come_from_the_host_variables_and_are_never_shown(tmp
 
 
 def test_a_key_to_generate_is_named_before_the_keys_are_resolved(tmp_path):
-    result, _ = run(tmp_path, {"api_gateway_generate_keys": True, "api_gateway_key_group": "keys"}, [inst("chat")])
+    result = run(tmp_path, {"api_gateway_generate_keys": True, "api_gateway_key_group": "keys"}, [inst("chat")])[0]
     assert (result["to_generate"], result["keys"], result["group"]) == (["chat"], {}, "keys")
     assert not result.get("failed")
 

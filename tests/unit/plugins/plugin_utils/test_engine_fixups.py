@@ -67,8 +67,8 @@ def test_summary(audit, loop, recorded, changed, patches):
 
 
 def test_summary_of_an_audit_that_did_not_run():
-    assert _engine_fixups.summary({}, {}, "/p", [], None)["audit"] == {"consistent": None, "findings": [],
-                                                                      "cleaned": False}
+    audit = _engine_fixups.summary({}, {}, "/p", [], None)["audit"]
+    assert audit == {"consistent": None, "findings": [], "cleaned": False}
 
 
 def test_filters_check_their_inputs():

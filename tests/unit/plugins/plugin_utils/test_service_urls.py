@@ -28,8 +28,8 @@ def test_python_index_url(own, serving_plan, want):
     ("http://volta-lab-repo:8080/pypi/simple", ["--no-deps", "--require-hashes"],
      ["--index-url", "http://volta-lab-repo:8080/pypi/simple", "--no-deps", "--require-hashes",
       "--trusted-host", "volta-lab-repo"]),
-    ("http://[2001:db8::1]:8080/simple", [], ["--index-url", "http://[2001:db8::1]:8080/simple",
-                                             "--trusted-host", "2001:db8::1"]),
+    ("http://[2001:db8::1]:8080/simple", [],
+     ["--index-url", "http://[2001:db8::1]:8080/simple", "--trusted-host", "2001:db8::1"]),
 ])
 def test_python_index_args(url, extra, want):
     assert plugin.python_index_args(url, extra) == want
