@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.volta.serving.plugins.module_utils import _index, _python
+from ansible_collections.volta.serving.plugins.module_utils import _index
 from ansible_collections.volta.serving.plugins.module_utils._pyreq import specifier_contains
+from ansible_collections.volta.serving.plugins.plugin_utils import _python
 from artifacts import fetch, index_url, member, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
