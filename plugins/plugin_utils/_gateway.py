@@ -28,6 +28,8 @@ GATEWAY_KEYS = (
     "allow_plain_http",
     "firewall_enabled",
     "api_cidrs",
+    "metrics_cidrs",
+    "router_cidrs",
     "proxy_timeouts",
     "unauthorized_rate",
     "unauthorized_burst",
@@ -46,6 +48,11 @@ KEY_MIN_LENGTH = 32
 # character of the key replaced by its class (the key itself never leaves the variables).
 KEY_SHAPE_CLASSES = {"token": "a", "whitespace": " ", "other": "?"}
 EVERYWHERE = "0.0.0.0/0"
+# The firewall's networks that reach the gateway's public ports (roles/firewall, _firewall_plan.ports): the
+# clients' (every gateway port), the scrapers' (every gateway port too: nginx lets them read /metrics, and
+# every other path answers the same) and the fleet router's (the service ports). Each sees the API.
+API_PORT_NETWORKS = (("api_cidrs", "firewall_api_cidrs"), ("metrics_cidrs", "firewall_metrics_cidrs"),
+                     ("router_cidrs", "firewall_router_cidrs"))
 # Networks that do not reach the internet: RFC 1918, loopback, link-local, CGNAT, IPv6 ULA.
 NON_PUBLIC = tuple(
     ipaddress.ip_network(n)
@@ -180,29 +187,50 @@ def _is_loopback(address):
 
 
 def public_networks(gateway):
-    """The networks outside private ranges that reach the public ports (everyone without the firewall)."""
+    """The networks outside private ranges that reach the public ports (everyone without the firewall).
+
+    Every firewall network that opens a gateway port counts (API_PORT_NETWORKS), each once, in order.
+    """
+    return [cidr for cidr, _variable in public_sources(gateway)]
+
+
+def public_sources(gateway):
+    """``[(network, variable)]``: each network outside private ranges that reaches the public ports, and the
+    firewall variable that opens them to it (``firewall_enabled`` when the firewall is off)."""
     if _is_loopback(gateway.get("listen_address")):
         return []
-    networks = (gateway.get("api_cidrs") or []) if gateway.get("firewall_enabled", True) else [EVERYWHERE]
-    return [cidr for cidr in networks if _is_public(cidr)]
+    if not gateway.get("firewall_enabled", True):
+        return [(EVERYWHERE, "firewall_enabled")]
+    out, seen = [], set()
+    for field, variable in API_PORT_NETWORKS:
+        networks = gateway.get(field) or []
+        for cidr in networks if isinstance(networks, list) else []:
+            if _is_public(cidr) and str(cidr) not in seen:
+                seen.add(str(cidr))
+                out.append((cidr, variable))
+    return out
 
 
 def check_plain_http(host, gateway):
     """Plain HTTP to networks outside private ranges: refused unless api_gateway_allow_plain_http."""
     if gateway.get("tls_certificate") and gateway.get("tls_private_key"):
         return []
-    public = public_networks(gateway)
+    public = public_sources(gateway)
     if not public:
         return []
     allowed = bool(gateway.get("allow_plain_http"))
+    order = [variable for _field, variable in API_PORT_NETWORKS]
+    variables = sorted({variable for _cidr, variable in public if variable in order}, key=order.index)
+    through = f"through {' and '.join(variables)}" if variables else "the firewall is off: firewall_enabled: false"
+    narrow = f"narrow {' and '.join(variables)} to private networks" if variables else "turn the firewall on"
     return [
         _bad(
             host,
             "api_gateway_tls_certificate",
-            f"the public ports are open to {', '.join(map(str, public))} over plain HTTP.",
+            f"the public ports are open to {', '.join(str(cidr) for cidr, _v in public)} over plain HTTP ({through}).",
             "the API keys and every prompt would cross networks outside private ranges unencrypted"
             + (" (api_gateway_allow_plain_http: true says that is intended)." if allowed else "."),
-            "set api_gateway_tls_certificate and api_gateway_tls_private_key, narrow firewall_api_cidrs, "
+            f"set api_gateway_tls_certificate and api_gateway_tls_private_key, {narrow}, "
             "or set api_gateway_allow_plain_http: true (for example behind a TLS-terminating proxy).",
             rule="plain-http-allowed" if allowed else "plain-http-public",
         )

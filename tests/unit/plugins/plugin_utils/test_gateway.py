@@ -101,16 +101,30 @@ def test_tls_needs_both_certificate_and_key(cert, key, missing):
 @pytest.mark.parametrize(
     ("changes", "shown"),
     [
-        ({"api_cidrs": ["0.0.0.0/0", "::/0"]}, "0.0.0.0/0, ::/0"),
-        ({"api_cidrs": ["10.0.0.0/8", "198.51.100.0/24"]}, "198.51.100.0/24"),
-        ({"firewall_enabled": False, "api_cidrs": []}, "0.0.0.0/0"),
+        ({"api_cidrs": ["0.0.0.0/0", "::/0"]}, "0.0.0.0/0, ::/0 over plain HTTP (through firewall_api_cidrs)"),
+        ({"api_cidrs": ["10.0.0.0/8", "198.51.100.0/24"]},
+         "198.51.100.0/24 over plain HTTP (through firewall_api_cidrs)"),
+        ({"firewall_enabled": False, "api_cidrs": []},
+         "0.0.0.0/0 over plain HTTP (the firewall is off: firewall_enabled: false)"),
+        # Hole 4: the scrapers' networks open every gateway port too (roles/firewall), the fleet router's the
+        # service ports; firewall_api_cidrs alone was counted.
+        ({"metrics_cidrs": ["0.0.0.0/0"]}, "0.0.0.0/0 over plain HTTP (through firewall_metrics_cidrs)"),
+        ({"router_cidrs": ["203.0.113.9"]}, "203.0.113.9 over plain HTTP (through firewall_router_cidrs)"),
+        ({"api_cidrs": ["0.0.0.0/0"], "metrics_cidrs": ["0.0.0.0/0", "2001:db8::/32"]},
+         "0.0.0.0/0, 2001:db8::/32 over plain HTTP (through firewall_api_cidrs and firewall_metrics_cidrs)"),
     ],
 )
 def test_plain_http_to_public_networks_is_refused(changes, shown):
     found = findings(**changes)
     assert [(f["rule"], f["severity"]) for f in found] == [("plain-http-public", "error")]
-    assert f"the public ports are open to {shown} over plain HTTP." in found[0]["message"]
+    assert f"the public ports are open to {shown}." in found[0]["message"]
     assert "or set api_gateway_allow_plain_http: true" in found[0]["message"]
+
+
+def test_plain_http_fix_names_the_variables_to_narrow():
+    message = findings(metrics_cidrs=["0.0.0.0/0"])[0]["message"]
+    assert "Fix: set api_gateway_tls_certificate and api_gateway_tls_private_key, narrow firewall_metrics_cidrs " \
+           "to private networks, or set api_gateway_allow_plain_http: true" in message
 
 
 def test_plain_http_opt_out_is_a_warning():
@@ -125,6 +139,9 @@ def test_plain_http_opt_out_is_a_warning():
         {"api_cidrs": ["0.0.0.0/0"], "tls_certificate": True, "tls_private_key": True},
         {"firewall_enabled": False, "listen_address": "127.0.0.1"},
         {"api_cidrs": ["10.0.0.0/8", "fd00::/8", "100.64.0.0/10"]},
+        {"metrics_cidrs": ["10.0.0.7", "fd00::/8"], "router_cidrs": ["192.168.1.2"]},
+        {"metrics_cidrs": ["0.0.0.0/0"], "listen_address": "127.0.0.1"},
+        {"metrics_cidrs": ["0.0.0.0/0"], "tls_certificate": True, "tls_private_key": True},
     ],
 )
 def test_tls_loopback_or_private_networks_pass(changes):
