@@ -80,7 +80,7 @@ def router_sources(routers, hostvars):
 
 
 def serving_hosts(groups):
-    """Every host of the inventory but those only in group volta_router (see serving_hosts.yml)."""
+    """Every host of the inventory but those only in group volta_router or monitoring (see serving_hosts.yml)."""
     from ansible_collections.volta.serving.plugins.plugin_utils._router import serving_hosts as hosts
 
     return hosts(_plain(groups))

@@ -25,6 +25,7 @@ from ansible_collections.volta.serving.plugins.module_utils._services import rot
 
 ROUTER_GROUP = "volta_router"
 SERVING_GROUP = "volta"
+MONITORING_GROUP = "monitoring"
 ROTATION_DIR = "/etc/nginx/volta-router/rotation"
 # What nginx accepts as an upstream host without quoting (a name or an address): nothing that could end
 # the directive (";", "{", "}", spaces) or start a comment.
@@ -268,11 +269,14 @@ def host_backends(plan, host):
 
 
 def serving_hosts(groups):
-    """Every host but those only in group volta_router: the hosts the serving playbooks run on by default."""
+    """Every host but those only in group volta_router or monitoring: the hosts the serving playbooks run on.
+
+    A router VM and a monitoring host (playbooks/monitoring.yml) have no GPU, no engine and no instance.
+    """
     everyone = list((groups or {}).get("all") or [])
     serving = set((groups or {}).get(SERVING_GROUP) or [])
-    routers_only = {h for h in (groups or {}).get(ROUTER_GROUP) or [] if h not in serving}
-    return [h for h in everyone if h not in routers_only]
+    others = {h for group in (ROUTER_GROUP, MONITORING_GROUP) for h in (groups or {}).get(group) or []}
+    return [h for h in everyone if h in serving or h not in others]
 
 
 def router_sources(routers):
