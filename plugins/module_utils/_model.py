@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import hashlib
+import ipaddress
 import json
 import os
 import posixpath
@@ -47,6 +48,32 @@ class ModelError(Exception):
 
 def _fail(name, what, why, fix):
     raise ModelError(f"model {name}: {what}; {why}; fix: {fix}")
+
+
+# ---------------------------------------------------------------- the hub's transport
+def is_loopback(host):
+    """True for a name or address of this machine only: localhost (and *.localhost), 127.0.0.0/8, ::1."""
+    host = (host or "").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_transport_problem(endpoint):
+    """Why a model's token must not be sent to *endpoint* (model_hf_endpoint), or None.
+
+    The token goes in an Authorization header: over plain http anyone on the path reads it, so only
+    https carries it, or http to this machine itself (a mirror or a test hub on loopback).
+    """
+    parts = urllib.parse.urlsplit(str(endpoint or ""))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL"
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        return "is plain http to a host other than this machine"
+    return None
 
 
 # ---------------------------------------------------------------- sources

@@ -14,7 +14,9 @@ refuse a wrong checkpoint before any change. What is read, over HTTP(S) with Ans
   model's ``allow_patterns`` select: config.json, tokenizer_config.json and a sharded checkpoint's
   index (whose ``metadata.total_size`` is the weights' size, as on the host).
 
-A token goes in ``Authorization: Bearer``; it never appears in a result or a message. Any failure
+A token goes in ``Authorization: Bearer`` to the endpoint's own origin only (never to the host a
+redirect points at, never over plain http except to loopback); it never appears in a result or a
+message. Any failure
 (network, 401 for a gated repository, 404) leaves ``exists`` false and says why in ``hub_error``;
 the rules then warn that the checks wait for the download (rule model-hub-unread).
 """
@@ -42,26 +44,65 @@ def file_url(endpoint, repo, revision, path):
     return f"{endpoint.rstrip('/')}/{_quote(repo)}/resolve/{_quote(revision)}/{_quote(path)}"
 
 
-def urllib_reader(token=None, timeout=DEFAULT_TIMEOUT, limit=_model_facts.CONFIG_MAX_BYTES):
-    """``read(url) -> bytes`` with open_url (redirects followed), at most *limit* bytes."""
+# Redirects a read follows before it gives up (huggingface_hub's transports follow as many as 20 or 30).
+MAX_REDIRECTS = 10
+REDIRECT_CODES = (301, 302, 303, 307, 308)
+
+
+def origin(url):
+    """``(scheme, host, port)`` of *url*: the token goes to the endpoint's origin only."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+
+
+def _read_answer(answer, url, limit):
+    try:
+        data = answer.read(limit + 1)
+    finally:
+        answer.close()
+    if len(data) > limit:
+        raise ValueError(f"{url} answers more than {limit} bytes")
+    return data
+
+
+def urllib_reader(token=None, timeout=DEFAULT_TIMEOUT, limit=_model_facts.CONFIG_MAX_BYTES, endpoint=None):
+    """``read(url) -> bytes`` with open_url, at most *limit* bytes; redirects (GET only) followed here.
+
+    The token goes to the origin of *endpoint* (model_hf_endpoint; without one, of the URL read) and to
+    no other: the hub redirects a file to its CDN or LFS storage with a signed URL, which needs no token.
+    That is what huggingface_hub does (src/huggingface_hub/file_download.py, _get_metadata_or_catch_error:
+    "If url domain is different => we are downloading from a CDN => url is signed => don't send auth";
+    its transports, requests and httpx, also drop Authorization on a redirect to another host), while
+    open_url's redirect handler copies every header to wherever the answer points. A token is refused
+    over plain http except to this machine (_model.token_transport_problem), before any connection.
+    """
     # Imported here, not above: ansible.module_utils.urls pulls in ssl, http.client and cryptography,
     # and the controller's model_plan filter loads this file in every task worker that reads the
     # model plan without ever opening a URL.
     from ansible.module_utils.urls import open_url
 
     def read(url):
-        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-            raise ValueError(f"{url} is not an http(s) URL (model_hf_endpoint)")
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        answer = open_url(url, headers=headers, timeout=timeout, http_agent="volta.serving-model-facts",
-                          follow_redirects="safe")
-        try:
-            data = answer.read(limit + 1)
-        finally:
-            answer.close()
-        if len(data) > limit:
-            raise ValueError(f"{url} answers more than {limit} bytes")
-        return data
+        home = origin(endpoint or url)
+        problem = _model.token_transport_problem(endpoint or url) if token else None
+        if problem:
+            raise ValueError(f"the model's token is not sent: model_hf_endpoint {endpoint or url} {problem}, "
+                             "where anyone on the path could read it; use an https endpoint")
+        for _hop in range(MAX_REDIRECTS + 1):
+            if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+                raise ValueError(f"{url} is not an http(s) URL (model_hf_endpoint or a redirect of it)")
+            headers = {"Authorization": f"Bearer {token}"} if token and origin(url) == home else {}
+            try:
+                answer = open_url(url, headers=headers, timeout=timeout, http_agent="volta.serving-model-facts",
+                                  follow_redirects="none")
+            except urllib.error.HTTPError as exc:
+                location = exc.headers.get("Location") if exc.headers else None
+                if exc.code not in REDIRECT_CODES or not location:
+                    raise
+                exc.close()
+                url = urllib.parse.urljoin(url, location)
+                continue
+            return _read_answer(answer, url, limit)
+        raise ValueError(f"more than {MAX_REDIRECTS} redirects from {endpoint or 'the hub'}")
 
     return read
 
@@ -198,7 +239,7 @@ def gather(paths, hub=(), timeout=DEFAULT_TIMEOUT, reader=urllib_reader, pending
     for entry in hub:
         if out[entry["path"]]["exists"]:
             continue
-        read = reader(token=entry.get("token") or None, timeout=timeout)
+        read = reader(token=entry.get("token") or None, timeout=timeout, endpoint=entry.get("endpoint"))
         out[entry["path"]] = hub_facts(entry["path"], entry["endpoint"], entry["repo"], entry["revision"],
                                        entry.get("allow_patterns") or (), read)
     return out
