@@ -347,6 +347,7 @@ class ActionModule(ActionBase):
             "releases": releases,
             "sha256": {k: values[f"sha256:{k}"] for k in sha256_vars},
             "models": args.get("models") or {},
+            "hf_endpoint": values["hf_endpoint"],
         }
 
     @staticmethod

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 
+from ansible_collections.volta.serving.plugins.module_utils._model import token_transport_problem
 from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
 from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import (
     BF16_DTYPES,
@@ -36,6 +37,7 @@ MODEL_RULES = {
     "model-missing": (ERROR, False, "an instance's local model path does not exist on the host"),
     "model-config": (ERROR, False, "a model directory without a readable config.json (vLLM engines)"),
     "model-hub-unread": (WARNING, False, "a hub model source whose metadata could not be read before download"),
+    "model-hf-endpoint": (ERROR, False, "model_hf_endpoint not an http(s) URL, or plain http with a model's token"),
     "heads-tp": (ERROR, False, "attention heads not divisible by tensor_parallel"),
     "kv-heads-tp": (ERROR, False, "KV heads and tensor_parallel: neither divides the other"),
     "max-model-len-model": (ERROR, False, "max_model_len above the length the model's config.json allows"),
@@ -332,6 +334,42 @@ def check_models(instances, ctx, server, model_facts, gpu_facts=None):
         out += _check_declared(inst, ctx, facts)
         out += _check_fit(inst, ctx, server, facts, gpu_facts)
     return out
+
+
+def _hub_models(models):
+    """``(names, with_token)``: the hf sources of volta_models, and those of them with a token (sorted)."""
+    hf = {name: source["hf"] for name, source in (models.items() if isinstance(models, dict) else ())
+          if isinstance(source, dict) and isinstance(source.get("hf"), dict)}
+    return sorted(hf, key=str), sorted((name for name, given in hf.items() if given.get("token")), key=str)
+
+
+def hf_endpoint(host, models, endpoint):
+    """model_hf_endpoint: an http(s) URL where a model comes from the hub; https where one has a token.
+
+    Preflight's hub reads run before this rule, so their reader refuses to send a token over plain http
+    itself (_model_hub.urllib_reader); this rule turns the same refusal into an error that stops the run
+    before any host changes, which also covers the model layer's downloads (they send the token alike).
+    """
+    names, with_token = _hub_models(models)
+    problem = token_transport_problem(endpoint) if names else None
+    if problem is None or (problem != "is not an http(s) URL" and not with_token):
+        return []
+    shown = f"model_hf_endpoint {str(endpoint)!r} {problem}"
+    if problem == "is not an http(s) URL":
+        return [finding(
+            "model-hf-endpoint", host, None, "model_hf_endpoint", f"{shown} (volta_models {', '.join(names)} "
+            "come from the hub).",
+            "every hub read (preflight's and the model layer's downloads) starts from this address.",
+            "set model_hf_endpoint to https://huggingface.co (the default) or to your mirror's https URL.",
+        )]
+    return [finding(
+        "model-hf-endpoint", host, None, "model_hf_endpoint",
+        f"{shown}, and volta_models {', '.join(with_token)} send a token (hf.token) to it.",
+        "the token goes in an Authorization header with every hub read (preflight, on the controller and the "
+        "hosts, and the model layer's downloads); over plain http anyone on the network path reads it.",
+        "use the https address of the hub or mirror (https://huggingface.co is the default), or a mirror on the "
+        "host itself (http://127.0.0.1:PORT); or drop hf.token where the repository is public.",
+    )]
 
 
 def _missing(inst, ctx):

@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
 from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import unknown_variables
+from ansible_collections.volta.serving.plugins.plugin_utils._model_rules import hf_endpoint
 
 # The rules only preflight runs (id: (severity, overridable, what it is about); the registry, _rules.RULES,
 # assembles every layer's).
@@ -181,11 +182,12 @@ def preflight_findings(host, preflight, instances, gateway):
 
     Keys: ``variables`` (the host's variable names), ``driver_version``, ``driver_branch``,
     ``engine_pins`` (variable -> version), ``releases`` (variable -> {project, index, versions, error}),
-    ``sha256`` (variable -> value), ``models`` (volta_models).
+    ``sha256`` (variable -> value), ``models`` (volta_models), ``hf_endpoint`` (model_hf_endpoint).
     """
     return (unknown_variables(host, preflight.get("variables") or ())
             + driver_version(host, preflight.get("driver_version"), preflight.get("driver_branch"))
             + engine_versions(host, preflight.get("engine_pins") or {}, preflight.get("releases") or {})
             + sha256_pins(host, preflight.get("sha256") or {})
             + model_pins(host, preflight.get("models"))
+            + hf_endpoint(host, preflight.get("models"), preflight.get("hf_endpoint"))
             + api_cidrs(host, instances, gateway))

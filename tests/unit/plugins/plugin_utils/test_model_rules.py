@@ -25,6 +25,7 @@ from ansible_collections.volta.serving.plugins.plugin_utils._model_rules import 
     derived_max_len,
     gpu_memory,
     gpu_memory_gib,
+    hf_endpoint,
     infer_family,
     tp_choices,
 )
@@ -140,7 +141,51 @@ def test_rule(models, fixture, fields, rule, severity, field, text):
 
 
 def test_every_model_rule_has_a_case():
-    assert set(MODEL_RULES) - {c[3] for c in CASES} - {"model-hub-unread"} == set()
+    # model-hf-endpoint is an inventory rule of preflight (test_hf_endpoint_* below), not a checkpoint rule.
+    assert set(MODEL_RULES) - {c[3] for c in CASES} - {"model-hub-unread", "model-hf-endpoint"} == set()
+
+
+HF_TOKEN = "hf_test_token_not_a_secret_0123456789"  # noqa: S105 - a test value, not a token
+
+
+def hub_models(token=HF_TOKEN):
+    hf = {"repo": "Qwen/Qwen3-8B", "revision": "1" * 40, **({"token": token} if token else {})}
+    return {"qwen": {"hf": hf}, "local": {"path": "/srv/models/local"}}
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["https://huggingface.co", "https://mirror.example:8443", "http://127.0.0.1:8080", "http://[::1]:9"]
+)
+def test_hf_endpoint_https_or_loopback_carries_a_token(endpoint):
+    assert hf_endpoint("h1", hub_models(), endpoint) == []
+
+
+def test_hf_endpoint_plain_http_is_fine_without_a_token_and_without_hub_models():
+    assert hf_endpoint("h1", hub_models(token=None), "http://mirror.example") == []
+    assert hf_endpoint("h1", {"local": {"path": "/srv/m"}}, "not a url") == []
+    assert hf_endpoint("h1", ["qwen"], "http://mirror.example") == []  # the shape check names a list
+
+
+def test_hf_endpoint_plain_http_with_a_token_is_refused_without_showing_it():
+    (hit,) = hf_endpoint("h1", hub_models(), "http://mirror.example")
+    assert (hit["rule"], hit["severity"], hit["field"]) == ("model-hf-endpoint", "error", "model_hf_endpoint")
+    assert hit["message"] == (
+        "h1: host-wide: field model_hf_endpoint: model_hf_endpoint 'http://mirror.example' is plain http to a host "
+        "other than this machine, and volta_models qwen send a token (hf.token) to it. Why: the token goes in an "
+        "Authorization header with every hub read (preflight, on the controller and the hosts, and the model "
+        "layer's downloads); over plain http anyone on the network path reads it. Fix: use the https address of "
+        "the hub or mirror (https://huggingface.co is the default), or a mirror on the host itself "
+        "(http://127.0.0.1:PORT); or drop hf.token where the repository is public."
+    )
+    assert HF_TOKEN not in hit["message"]
+
+
+def test_hf_endpoint_that_is_no_url_is_refused_when_a_model_comes_from_the_hub():
+    (hit,) = hf_endpoint("h1", hub_models(token=None), "mirror.example")
+    assert hit["message"].startswith(
+        "h1: host-wide: field model_hf_endpoint: model_hf_endpoint 'mirror.example' is not an http(s) URL "
+        "(volta_models qwen come from the hub)."
+    )
 
 
 def hub_facts_of(path, **changes):

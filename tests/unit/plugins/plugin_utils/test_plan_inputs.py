@@ -40,7 +40,7 @@ def test_every_argument_read_from_the_host_is_declared_once():
     computed = {"host_platform", "facts_from", "preflight", "index_timeout", "dump_dir", "report_warnings",
                 "cluster_members"}
     assert set(ARGUMENT_SPEC) - set(VAR_DEFAULTS) == computed
-    assert set(PREFLIGHT_VARS) == {"driver_version", "index_url"}
+    assert set(PREFLIGHT_VARS) == {"driver_version", "index_url", "hf_endpoint"}
 
 
 @pytest.mark.parametrize(
