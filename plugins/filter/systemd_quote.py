@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters volta.serving.systemd_exec, systemd_env and systemd_env_file: argv and environment for systemd."""
+"""Filters volta.serving.systemd_exec, systemd_env and systemd_env_file: argv and environment for systemd;
+systemd_paths, systemd_ip_allow and systemd_account: the words of the lines a unit takes from the settings."""
 
 from __future__ import annotations
 
@@ -87,6 +88,63 @@ def systemd_env(env):
     return out
 
 
+def _refuse(directive, variable, refused):
+    why, fix = refused
+    raise AnsibleFilterError(f"{directive}: {why}. Fix: {fix.replace('{var}', variable)}.")
+
+
+def systemd_paths(paths, variable, directive="ReadWritePaths"):
+    """One path or a list of them as the value of *directive* (ReadWritePaths=, WorkingDirectory=): the paths
+    joined by spaces, each refused unless systemd reads it back as that one directory and it is not a system
+    directory (plugin_utils/_units.path_problem, the settings registry's check of the same settings)."""
+    from ansible_collections.volta.serving.plugins.plugin_utils._units import path_problem
+
+    words = [paths] if isinstance(paths, str) else paths
+    if not isinstance(words, (list, tuple)) or not words:
+        raise AnsibleFilterError(f"systemd_paths: expected a path or a non-empty list of paths, got {paths!r}")
+    for word in words:
+        refused = path_problem(word)
+        if refused:
+            _refuse(directive, variable, refused)
+    return " ".join(words)
+
+
+def systemd_ip_allow(entries, variable="engine_service_ip_address_allow"):
+    """A list of addresses, networks and systemd's names of them as the value of IPAddressAllow= (whose words
+    systemd reads unquoted); "any", a /0 and every word systemd would not read as one address are refused."""
+    from ansible_collections.volta.serving.plugins.plugin_utils._units import ip_allow_problem
+
+    if not isinstance(entries, (list, tuple)):
+        raise AnsibleFilterError(f"systemd_ip_allow: expected a list, got {entries!r}")
+    for entry in entries:
+        refused = ip_allow_problem(entry)
+        if refused:
+            _refuse("IPAddressAllow", variable, refused)
+    return " ".join(entries)
+
+
+ACCOUNT_DIRECTIVES = {"User": "user", "Group": "group", "SupplementaryGroups": "supplementary group"}
+
+
+def systemd_account(names, directive, variable):
+    """A user (*directive* User), a group (Group) or a list of groups (SupplementaryGroups) as the value of
+    that line: names only, never root, id 0 or a group that gives more than the GPUs."""
+    from ansible_collections.volta.serving.plugins.plugin_utils._units import account_problem
+
+    if directive not in ACCOUNT_DIRECTIVES:
+        raise AnsibleFilterError(f"systemd_account: {directive!r} is not one of {', '.join(ACCOUNT_DIRECTIVES)}")
+    words = names if directive == "SupplementaryGroups" else [names]
+    if not isinstance(words, (list, tuple)):
+        raise AnsibleFilterError(f"systemd_account: {directive} takes a list of groups, got {names!r}")
+    for word in words:
+        refused = account_problem(word, ACCOUNT_DIRECTIVES[directive])
+        if refused:
+            _refuse(directive, variable, refused)
+    return " ".join(str(word) for word in words)
+
+
 class FilterModule:
     def filters(self):
-        return {"systemd_exec": systemd_exec, "systemd_env": systemd_env, "systemd_env_file": systemd_env_file}
+        return {"systemd_exec": systemd_exec, "systemd_env": systemd_env, "systemd_env_file": systemd_env_file,
+                "systemd_paths": systemd_paths, "systemd_ip_allow": systemd_ip_allow,
+                "systemd_account": systemd_account}

@@ -72,7 +72,8 @@ def test_systemd_env_refuses(env):
 
 def test_filters_are_registered():
     names = FilterModule().filters()
-    assert set(names) == {"systemd_exec", "systemd_env", "systemd_env_file"}
+    assert set(names) == {"systemd_exec", "systemd_env", "systemd_env_file", "systemd_paths", "systemd_ip_allow",
+                          "systemd_account"}
     assert all(re.match(r"^systemd_", n) for n in names)
 
 
