@@ -122,7 +122,8 @@ PREFLIGHT_VARS = plan_input_expressions("preflight")
 
 # The host variables whose type is checked before any expression reads inside them (a list
 # api_gateway_keys made dict2items fail), with the argument that replaces each when given.
-SHAPE_VARS = {"volta_server": "server", "volta_instances": "instances", "api_gateway_keys": "api_key_instances"}
+SHAPE_VARS = {"volta_server": "server", "volta_instances": "instances", "api_gateway_keys": "api_key_instances",
+              "volta_models": "models"}
 
 
 # The host fact that carries the last plan built for the host, with the digest of its inputs: a later
@@ -215,7 +216,8 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _shape_problems(templar, given):
-        """One line per host variable of the wrong type (volta_server, volta_instances, api_gateway_keys)."""
+        """One line per host variable of the wrong type (volta_server, volta_instances, api_gateway_keys,
+        volta_models)."""
         variables = {name: given[argument] for name, argument in SHAPE_VARS.items()
                      if argument in given and name != "api_gateway_keys"}
         expressions = {name: f"{name} | default(none)"

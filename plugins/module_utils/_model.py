@@ -153,9 +153,7 @@ def resolve_instances(instances, models, root, allow_branch=False):
         new = dict(inst)
         ref = new.pop("model_source")
         who = f"instance {new.get('name', '?')}"
-        if ref not in (models or {}):
-            raise ModelError(f"{who}: model_source {ref!r} is not in volta_models; known: "
-                             f"{', '.join(sorted(models or {})) or 'none'}; fix: add it to volta_models or correct it")
+        _known_source(who, ref, models)
         path = served_path(root, ref, check_source(ref, models[ref], allow_branch))
         if new.get("model") not in (None, "", path):
             raise ModelError(f"{who}: model {new['model']!r} and model_source {ref!r} ({path}) disagree; "
@@ -165,11 +163,29 @@ def resolve_instances(instances, models, root, allow_branch=False):
     return out
 
 
+def _known(models):
+    return ", ".join(sorted(str(name) for name in models or {})) or "none"
+
+
+def _known_source(who, ref, models):
+    """ModelError unless *ref* (an instance's model_source) names a model of volta_models."""
+    if not isinstance(ref, str):
+        raise ModelError(f"{who}: model_source {ref!r} is not a model name; it names one entry of volta_models "
+                         f"(known: {_known(models)}); fix: write model_source: <name>, e.g. model_source: qwen")
+    if not isinstance(models, dict) or ref not in models:
+        raise ModelError(f"{who}: model_source {ref!r} is not in volta_models; known: {_known(models)}; "
+                         "fix: add it to volta_models or correct it")
+
+
 def needed_models(instances, models, names=None):
     """The names of the models to fetch: *names* when given, else those the instances refer to (in order)."""
+    if not names:
+        for inst in instances or []:
+            if isinstance(inst, dict) and inst.get("model_source") not in (None, ""):
+                _known_source(f"instance {inst.get('name', '?')}", inst["model_source"], models)
     wanted = list(names) if names else [i["model_source"] for i in instances or []
                                         if isinstance(i, dict) and i.get("model_source")]
-    unknown = [n for n in wanted if n not in (models or {})]
+    unknown = [str(n) for n in wanted if not isinstance(n, str) or not isinstance(models, dict) or n not in models]
     if unknown:
         raise ModelError(f"models {', '.join(unknown)} are not in volta_models; fix: define them or drop them")
     return list(dict.fromkeys(wanted))

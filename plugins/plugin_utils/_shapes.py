@@ -8,8 +8,9 @@ naming the host, the variable, what was expected and what was given:
 Before, a wrong type reached Ansible's argument-spec check (a dump of the whole spec, no host) or a
 filter deep inside a template ("dict2items requires a dictionary").
 
-*variables* holds ``volta_server``, ``volta_instances`` and ``api_gateway_keys`` as the inventory set
-them (None: not set). The values of ``api_gateway_keys`` are never described, only its type.
+*variables* holds ``volta_server``, ``volta_instances``, ``api_gateway_keys`` and ``volta_models`` as the
+inventory set them (None: not set). The values of ``api_gateway_keys`` are never described, only its type;
+``volta_models`` is described down to its entries (a model's token is inside its hf: mapping, never shown).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from collections.abc import Mapping
 
 INSTANCE_FIELDS = "name, engine, model, gpus, port"
 SERVER_FIELDS = "gpu_model, gpu_count, compute_capability, nvlink_islands, ram_gb"
+MODEL_EXAMPLE = "volta_models: {qwen: {hf: {repo: Qwen/Qwen3-8B, revision: <40-hex commit>}}}"
+SOURCE_EXAMPLES = ("{hf: {repo: ORG/NAME, revision: <40-hex commit>}}, {url: https://HOST/FILE.gguf, sha256: <64 hex>} "
+                   "or {path: /srv/models/NAME}")
 
 
 def jinja_int(value):
@@ -68,7 +72,7 @@ def _server_field_problems(host, server):
     if not _is_count(server.get("gpu_count"), 1):
         problems.append(_line(host, "volta_server.gpu_count", "a whole number of GPUs, at least 1",
                               server.get("gpu_count"), "set it to the number of GPUs nvidia-smi lists."))
-    if "compute_capability" not in server:
+    if server.get("compute_capability") is None:  # null as well: every SM70 rule would be off
         problems.append(_line(host, "volta_server.compute_capability", 'a string such as "7.0"', None,
                               'set compute_capability: "7.0" for V100.'))
     ram = server.get("ram_gb")
@@ -118,10 +122,38 @@ def keys_problems(host, keys):
                   secret=True)]
 
 
+def _models_fix(models):
+    """The fix of a volta_models that is not a mapping; a YAML list of one-key mappings has its own words."""
+    listed = isinstance(models, (list, tuple)) and models and all(isinstance(m, Mapping) for m in models)
+    start = "write each model as a key of volta_models, without the '- ' of a list item" if listed else (
+        "write volta_models as a mapping of model name -> source")
+    return f"{start}: {MODEL_EXAMPLE}, and model_source: qwen in the instance that serves it."
+
+
+def models_problems(host, models):
+    """volta_models: a mapping of model name -> source (None: not set, no models)."""
+    if models is None:
+        return []
+    if not isinstance(models, Mapping):
+        return [_line(host, "volta_models", "a mapping of model name -> source (an instance names its model with "
+                      "model_source: <name>; each source is hf:, url: or path:)", models, _models_fix(models))]
+    problems = [
+        _line(host, "volta_models", "model names that are strings", name,
+              f"quote the name, e.g. \"{name}\": {{...}}, and use the same string as the instance's model_source.")
+        for name in models if not isinstance(name, str)
+    ]
+    return problems + [
+        _line(host, f"volta_models.{name}", "a source (a mapping with one of hf, url or path)", source,
+              f"write volta_models.{name} as {SOURCE_EXAMPLES}.")
+        for name, source in models.items() if isinstance(name, str) and not isinstance(source, Mapping)
+    ]
+
+
 def shape_problems(host, variables):
-    """Every shape problem of volta_server, volta_instances and api_gateway_keys in *variables*."""
+    """Every shape problem of volta_server, volta_instances, api_gateway_keys and volta_models in *variables*."""
     return (
         server_problems(host, variables.get("volta_server"))
         + instances_problems(host, variables.get("volta_instances"))
         + keys_problems(host, variables.get("api_gateway_keys"))
+        + models_problems(host, variables.get("volta_models"))
     )

@@ -16,7 +16,7 @@ QWEN = {"hf": {"repo": "Qwen/Qwen3-8B", "revision": "1" * 40}}
 
 
 def test_the_names_are_the_serving_plans():
-    assert pi.shape_names() == ("volta_server", "volta_instances", "api_gateway_keys")
+    assert pi.shape_names() == ("volta_server", "volta_instances", "api_gateway_keys", "volta_models")
 
 
 @pytest.mark.parametrize("variables", [

@@ -140,3 +140,133 @@ def test_a_negative_gpu_count_derives_no_gpu_range():
 def test_negative_and_zero_counts_are_named_with_the_field(changes, expected):
     errors = plan_errors({**INSTANCE, **changes})
     assert any(message.startswith(expected) for message in errors), errors
+
+
+# volta_models (issue 52): a list gave Ansible's "_AnsibleTaggedList cannot be converted to a dict".
+
+MODELS = {"qwen": {"hf": {"repo": "Qwen/Qwen3-8B", "revision": "0123456789abcdef0123456789abcdef01234567"}}}
+
+
+def test_volta_models_as_a_list_names_the_mapping_and_the_fix():
+    (message,) = problems(volta_models=[MODELS])
+    assert message == (
+        "h1: volta_models: expected a mapping of model name -> source (an instance names its model with "
+        "model_source: <name>; each source is hf:, url: or path:), got a list of 1 item. Fix: write each model "
+        "as a key of volta_models, without the '- ' of a list item: volta_models: {qwen: {hf: {repo: "
+        "Qwen/Qwen3-8B, revision: <40-hex commit>}}}, and model_source: qwen in the instance that serves it."
+    )
+
+
+def test_volta_models_unset_null_or_a_mapping_pass():
+    assert problems(volta_models=None) == problems(volta_models={}) == problems(volta_models=MODELS) == []
+
+
+def test_a_token_inside_volta_models_is_never_shown():
+    token = "hf_not_to_be_printed_0123456789"  # noqa: S105 - a test value, not a token
+    messages = problems(volta_models={"qwen": [{"hf": {"repo": "a/b", "token": token}}], 7: "x"})
+    assert len(messages) == 2 and not any(token in m for m in messages), messages
+
+
+# Every wrong shape of the three inputs through the checks preflight runs on them, in order: the shape check
+# (_shapes), the model sources (_model.resolve_instances), then the plan (_plan.build_report: _normalize and
+# _inputs). Each must stop with one clear line naming the host, the variable or field and a fix; none may
+# raise (before: volta_models as a list or a model_source that is a list raised TypeError).
+
+
+def first_inputs_refusal(server=SERVER, instances=(INSTANCE,), models=None):
+    """The refusals of the first check that refuses (host-prefixed lines), or [] when every check passes."""
+    from ansible_collections.volta.serving.plugins.module_utils._model import ModelError, resolve_instances
+
+    variables = {"volta_server": server, "volta_instances": list(instances) if isinstance(instances, tuple)
+                 else instances, "api_gateway_keys": {"chat": "k" * 40}, "volta_models": models}  # fmt: skip
+    shapes = shape_problems("h1", variables)
+    if shapes:
+        return shapes
+    try:
+        resolved = resolve_instances(variables["volta_instances"], models or {}, "/srv/volta/models")
+    except ModelError as exc:
+        return [f"h1: serving_plan: {exc}"]
+    report = build_report(PlanInputs("h1", server, resolved, keyed_instances=["chat"]))
+    return [f["message"] for f in report["findings"] if f["severity"] == "error"]
+
+
+def with_source(ref):
+    return [{k: v for k, v in INSTANCE.items() if k != "model"} | {"model_source": ref}]
+
+
+WRONG_SHAPES = [
+    # (what, inputs, fragment of the refusal)
+    ("volta_models a list", {"models": [MODELS]}, "h1: volta_models: expected a mapping of model name -> source"),
+    ("volta_models a string", {"models": "qwen"}, "h1: volta_models: expected a mapping of model name -> source"),
+    ("volta_models a number", {"models": 7}, "got the number 7. Fix: write volta_models as a mapping"),
+    ("a model a string", {"models": {"qwen": "Qwen/Qwen3-8B"}},
+     "h1: volta_models.qwen: expected a source (a mapping with one of hf, url or path), got the string"),
+    ("a model a list", {"models": {"qwen": [MODELS["qwen"]]}}, "h1: volta_models.qwen: expected a source"),
+    ("a model name a number", {"models": {7: MODELS["qwen"]}}, "h1: volta_models: expected model names that are"),
+    ("hf a string", {"models": {"qwen": {"hf": "Qwen/Qwen3-8B"}}, "instances": with_source("qwen")},
+     "model qwen: hf.repo is 'Qwen/Qwen3-8B'; a Hugging Face repository is ORG/NAME; fix: write hf:"),
+    ("revision a number", {"models": {"qwen": {"hf": {"repo": "a/b", "revision": 1234}}},
+                           "instances": with_source("qwen")}, "model qwen: hf.revision is '1234', not a commit id"),
+    ("allow_patterns a string",
+     {"models": {"qwen": {"hf": dict(MODELS["qwen"]["hf"], allow_patterns="*.json")}},
+      "instances": with_source("qwen")},
+     "model qwen: hf.allow_patterns is not a list of glob patterns"),
+    ("path a number", {"models": {"qwen": {"path": 7}}, "instances": with_source("qwen")},
+     "model qwen: path 7 is not absolute"),
+    ("url null", {"models": {"qwen": {"url": None, "sha256": "a" * 64}}, "instances": with_source("qwen")},
+     "model qwen: url 'None' is not an http(s) URL of a file"),
+    ("model_source a list", {"models": MODELS, "instances": with_source(["qwen"])},
+     "instance chat: model_source ['qwen'] is not a model name"),
+    ("model_source a number", {"models": MODELS, "instances": with_source(7)},
+     "instance chat: model_source 7 is not a model name"),
+    ("model_source unknown", {"models": MODELS, "instances": with_source("qwen3")},
+     "instance chat: model_source 'qwen3' is not in volta_models; known: qwen"),
+    ("volta_instances a mapping", {"instances": INSTANCE}, "h1: volta_instances: expected a list of instances"),
+    ("volta_instances a string", {"instances": "chat"}, "h1: volta_instances: expected a list of instances"),
+    ("an instance a list", {"instances": [[INSTANCE]]}, "h1: volta_instances[0]: expected an instance"),
+    ("an instance null", {"instances": [None]}, "h1: volta_instances[0]: expected an instance"),
+    ("gpus a number", {"instances": [INSTANCE | {"gpus": 0}]}, "field gpus: gpus 0 is not a list of GPU indexes"),
+    ("gpus a string", {"instances": [INSTANCE | {"gpus": "0,1"}]}, "field gpus: gpus '0,1' is not a list"),
+    ("port a string", {"instances": [INSTANCE | {"port": "8001"}]}, "field port: port '8001' is not valid."),
+    ("port null", {"instances": [INSTANCE | {"port": None}]}, "field port: port is not set."),
+    ("name a number", {"instances": [INSTANCE | {"name": 7}]}, "field name: name 7 cannot be part of a systemd unit"),
+    ("engine a list", {"instances": [INSTANCE | {"engine": ["vllm"]}]}, "field engine: engine ['vllm'] is not known"),
+    ("model a mapping", {"instances": [INSTANCE | {"model": {"path": "/x"}}]}, "field model: model {'path': '/x'}"),
+    ("max_model_len a string", {"instances": [INSTANCE | {"max_model_len": "8k"}]},
+     "field max_model_len: max_model_len '8k' is not valid. Why: max_model_len must be a positive integer."),
+    ("extra_args a string", {"instances": [INSTANCE | {"extra_args": "--enforce-eager"}]},
+     "field extra_args: extra_args '--enforce-eager' is not a list of strings."),
+    ("env a list", {"instances": [INSTANCE | {"env": ["A=1"]}]}, "field env: env ['A=1'] is not a mapping"),
+    ("secret_env a string", {"instances": [INSTANCE | {"secret_env": "A=1"}]},
+     "field secret_env: secret_env is not a mapping of names to values."),
+    ("allow a mapping", {"instances": [INSTANCE | {"allow": {"rule": "x"}}]},
+     "field allow: allow {'rule': 'x'} is not a list."),
+    ("cluster a list", {"instances": [INSTANCE | {"cluster": ["h1", "h2"]}]},
+     "field cluster: cluster ['h1', 'h2'] is not a mapping of members and interface."),
+    ("enabled a string", {"instances": [INSTANCE | {"enabled": "no"}]}, "field enabled: enabled 'no' is not valid."),
+    ("volta_server a list", {"server": [SERVER]}, "h1: volta_server: expected a mapping (gpu_model"),
+    ("volta_server a string", {"server": "v100"}, "h1: volta_server: expected a mapping (gpu_model"),
+    ("gpu_count a string", {"server": SERVER | {"gpu_count": "8"}}, "h1: volta_server.gpu_count: expected a whole"),
+    ("compute_capability null", {"server": SERVER | {"compute_capability": None}},
+     "h1: volta_server.compute_capability: expected a string such as \"7.0\", got nothing (not set, or null)."),
+    ("compute_capability a list", {"server": SERVER | {"compute_capability": [7, 0]}},
+     "field volta_server.compute_capability: compute_capability [7, 0] is not MAJOR.MINOR."),
+    ("nvlink_islands a mapping", {"server": SERVER | {"nvlink_islands": {"0": [0, 1]}}},
+     "h1: volta_server.nvlink_islands: expected a list of lists of GPU indexes, got a mapping."),
+    ("ram_gb a string", {"server": SERVER | {"ram_gb": "251G"}}, "h1: volta_server.ram_gb: expected the host memory"),
+    ("gpu_model a number", {"server": SERVER | {"gpu_model": 100}}, "h1: volta_server.gpu_model: expected the GPU"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "inputs", "fragment"), WRONG_SHAPES, ids=[c[0] for c in WRONG_SHAPES])
+def test_every_wrong_shape_is_one_clear_refusal(what, inputs, fragment):
+    refusals = first_inputs_refusal(**inputs)
+    assert refusals, f"{what}: passed silently"
+    assert any(fragment in message for message in refusals), (what, refusals)
+    assert all(message.startswith("h1: ") and ("Fix: " in message or "fix: " in message) for message in refusals)
+    assert not any(word in " ".join(refusals) for word in ("Traceback", "_AnsibleTagged", "NoneType", "object has"))
+
+
+def test_the_table_starts_from_inputs_that_pass():
+    assert first_inputs_refusal() == []
+    assert first_inputs_refusal(models=MODELS, instances=with_source("qwen")) == []
