@@ -182,14 +182,25 @@ def member_sameness(host, inst, members):
     return out
 
 
-def member_addresses(host, inst, members):
-    """Members whose cluster interface is missing or has no IPv4 address."""
+def _unread(cluster, members):
+    """The members in this run whose network facts were not read (None: not gathered), in member order."""
+    return [m for m in cluster["members"]
+            if (members.get(m) or {}).get("known") and (members.get(m) or {}).get("in_play")
+            and (members.get(m) or {}).get("interfaces") is None]
+
+
+def member_addresses(host, inst, members, facts_from="host"):
+    """Members whose cluster interface is missing or has no IPv4 address. With *facts_from* ``controller``
+    (preflight without reading the hosts) a member whose facts were not read is not checked: the rule did not
+    run for it (``not_run`` says so), as every other rule that reads the host."""
     cluster, out = inst["cluster"], []
     for member in cluster["members"]:
         info = members.get(member) or {}
         if not info.get("known") or not info.get("in_play"):
             continue
         interfaces = info.get("interfaces")
+        if interfaces is None and facts_from == "controller":
+            continue
         if interfaces is None:
             out.append(_bad("cluster-interface", host, inst, "cluster.interface",
                             f"the network facts of {member} were not read.",
@@ -204,8 +215,24 @@ def member_addresses(host, inst, members):
     return out
 
 
-def cluster_findings(host, inst, members, ray_ports, instance_ports):
-    """Every finding about the cluster instance *inst* of *host* (normalised, ``inst['cluster']`` set)."""
+def not_run(instances, members, facts_from):
+    """The summary's lines for cluster-interface where it did not run: on the controller, for the members of each
+    cluster instance whose network facts were not read (``_skipped``'s kind of line)."""
+    if facts_from != "controller":
+        return []
+    out = []
+    for inst in instances:
+        cluster = inst.get("cluster")
+        unread = _unread(cluster, members) if cluster and inst.get("engine") in RAY_ENGINES else []
+        if unread:
+            out.append(f"cluster-interface (the address of {cluster['interface']} on every member of {inst['name']}): "
+                       f"the network facts of {', '.join(unread)} were not read (volta_preflight_detect=false)")
+    return out
+
+
+def cluster_findings(host, inst, members, ray_ports, instance_ports, facts_from="host"):
+    """Every finding about the cluster instance *inst* of *host* (normalised, ``inst['cluster']`` set);
+    *facts_from* ``controller``: the hosts' facts were not read in this run (member_addresses)."""
     out = []
     if inst["engine"] not in RAY_ENGINES:
         out.append(_bad("cluster-engine", host, inst, "engine",
@@ -215,7 +242,7 @@ def cluster_findings(host, inst, members, ray_ports, instance_ports):
         return out
     out += member_presence(host, inst, members)
     out += member_sameness(host, inst, members)
-    out += member_addresses(host, inst, members)
+    out += member_addresses(host, inst, members, facts_from)
     out += cluster_shape(host, inst, ray_ports, instance_ports, members)
     return out
 

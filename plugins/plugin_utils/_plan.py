@@ -23,6 +23,7 @@ from ansible_collections.volta.serving.plugins.plugin_utils import _defaults
 from ansible_collections.volta.serving.plugins.plugin_utils._cluster import (
     cluster_findings,
     join_cluster,
+    not_run,
     ray_plan,
     ray_unit,
 )
@@ -225,6 +226,7 @@ def _context(host, server, islands, settings):
         "cluster_members": settings.get("cluster_members") or {},
         "ray_ports": settings.get("ray_ports") or _defaults.literal("engine_service", "engine_service_ray_ports"),
         "service_home": settings.get("service_home") or _defaults.literal("engine_service", "engine_service_home"),
+        "facts_from": settings.get("facts_from") or "host",
         **_platform_context(settings),
     }
 
@@ -285,7 +287,8 @@ def _check_all(normalised, ctx, server, gpu_facts):
     ports = [inst[f] for inst in normalised for f in ("port", "backend_port", "service_port") if inst.get(f)]
     for inst in checked:
         if inst.get("cluster"):
-            findings += cluster_findings(ctx["host"], inst, ctx["cluster_members"], ctx["ray_ports"], ports)
+            findings += cluster_findings(ctx["host"], inst, ctx["cluster_members"], ctx["ray_ports"], ports,
+                                         ctx["facts_from"])
     return findings
 
 
@@ -342,7 +345,7 @@ def _settings(inputs, pins):
         "generate_keys": inputs.generate_keys, "reserved_ports": inputs.reserved_ports,
         "build_packages": inputs.build_packages, "ram_need_gb": inputs.ram_need_gb,
         "cluster_members": inputs.cluster_members, "ray_ports": inputs.ray_ports,
-        "service_home": inputs.service_home,
+        "service_home": inputs.service_home, "facts_from": inputs.model_facts_from,
         **{("host_platform" if k == "host" else k): v for k, v in (inputs.platform or {}).items()},
     }
 
@@ -374,7 +377,8 @@ def build_report(inputs):
     entries = _plan_entries(normalised, profiles, findings, engines_root, inputs.secrets_dir, ray)
     report = _report(host, server, inputs.secrets_dir, entries, findings)
     report["plan"]["ray"] = ray
-    report["skipped"] = skipped(normalised, model_facts, inputs.gpu_facts, reasons)
+    report["skipped"] = (skipped(normalised, model_facts, inputs.gpu_facts, reasons)
+                         + not_run(normalised, ctx["cluster_members"], ctx["facts_from"]))
     return report
 
 

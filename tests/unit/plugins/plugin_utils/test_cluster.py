@@ -237,3 +237,20 @@ def test_the_example_inventory_plans_without_errors_on_both_members():
                               generate_keys=True, cluster_members=info, ray_ports=PORTS))
         assert report["errors"] == 0, [f["message"] for f in report["findings"] if f["severity"] == "error"]
         assert report["plan"]["ray"]["role"] == ("head" if name == names[0] else "worker")
+
+
+def test_facts_not_read_on_the_controller_is_not_run_not_an_error():
+    # Issue 52: the documented controller-only preflight (volta_preflight_detect=false) reads no network facts;
+    # cluster-interface was an error there, so a cluster instance could never pass it. It is "not run" now,
+    # like every other rule that reads the host; a run that reads the hosts still refuses missing facts.
+    unread = {"head-a": member(interfaces=None), "worker-b": member(interfaces=None)}
+    for host in ("head-a", "worker-b"):
+        report = run(host, cluster_members=unread, model_facts_from="controller")
+        assert not [f for f in report["findings"] if f["rule"] == "cluster-interface"], report["findings"]
+        assert report["errors"] == 0, [f["message"] for f in report["findings"] if f["severity"] == "error"]
+        assert ("cluster-interface (the address of ens1f0 on every member of big): the network facts of head-a, "
+                "worker-b were not read (volta_preflight_detect=false)") in report["skipped"]
+        assert report["plan"]["ray"] is None
+    report = run("head-a", cluster_members=unread)
+    assert [f["rule"] for f in report["findings"] if f["severity"] == "error"] == ["cluster-interface"] * 2
+    assert not [line for line in report["skipped"] if "cluster-interface" in line]
