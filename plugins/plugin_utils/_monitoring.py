@@ -8,16 +8,26 @@ the hosts of group volta, and every problem that keeps one of them from being sc
 another host (each names the host, the variable and the fix). The prometheus role's
 ``volta.serving.prometheus_targets`` filter calls it; the role fails on any problem.
 
-Also the one home of the metric contract shared with the exporter (JOBS, CONTRACT_METRICS).
+Also the one home of the metric contract shared with the exporter (JOBS, CONTRACT_METRICS), and the settings
+registry's checkers of the monitoring settings that reach a daemon's command line, a unit or a file name
+(``check_*``: ``fn(value) -> None | (why, fix)``, named ``_monitoring:check_...`` in
+settings_checks/exporters.yml and settings_checks/prometheus.yml; ``{var}`` in a fix is the variable's name).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import posixpath
+import re
 
 from ansible_collections.volta.serving.plugins.module_utils._services import key_name
 from ansible_collections.volta.serving.plugins.plugin_utils._cluster import read_cluster
 from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal
+from ansible_collections.volta.serving.plugins.plugin_utils._settings_kinds import (
+    check_abs_path,
+    check_account,
+    show,
+)
 
 # Scrape job names the alert rules and the dashboard use.
 JOBS = {"node": "volta-node", "gpu": "volta-gpu", "engine": "volta-engine"}
@@ -195,3 +205,111 @@ def scrape_configs(targets, key_dir, ca_file="", self_target="localhost:9090"):
             config["tls_config"] = {"ca_file": ca_file}
         configs.append(config)
     return configs
+
+
+# --- the settings registry's checkers ------------------------------------------------------------------------
+# A Prometheus duration (prometheus/common model.ParseDuration), units largest first, at least one; "0" is
+# refused too: with no size limit, Prometheus reads it as its own 15d default.
+DURATION_RE = re.compile(r"(?:[0-9]+y)?(?:[0-9]+w)?(?:[0-9]+d)?(?:[0-9]+h)?(?:[0-9]+m)?(?:[0-9]+s)?(?:[0-9]+ms)?")
+# A Prometheus size (--storage.tsdb.retention.size): a whole number and a unit.
+SIZE_RE = re.compile(r"[1-9][0-9]*(?:B|KB|MB|GB|TB|PB|EB)")
+# Directories whose every file a log reader must not be given: a default ACL there reaches every new file.
+WIDE_DIRS = frozenset(("/", "/var", "/var/log", "/etc", "/root", "/home", "/usr", "/opt", "/srv", "/run", "/proc",
+                       "/sys", "/dev", "/boot", "/var/lib", "/" + "tmp"))
+GLOB_CHARS = frozenset("*?[]")
+# Accounts a service account of its own must never be: the role sets its group, home and shell.
+SYSTEM_ACCOUNTS = frozenset(("root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp",
+                             "proxy", "www-data", "backup", "list", "irc", "gnats", "nobody", "sshd", "_apt",
+                             "messagebus", "syslog", "prometheus", "ubuntu", "debian", "admin"))
+
+
+def _text(value, what, fix):
+    if not isinstance(value, str) or not value:
+        return f"{show(value)} is not {what}", fix
+    bad = sorted({c for c in value if c.isspace() or not c.isprintable() or c in ";{}#\"'`$\\"})
+    if bad or value.startswith("-"):
+        holds = f"contains {' '.join(map(repr, bad))}" if bad else "starts with -"
+        return (f"{show(value)} is not {what}: it {holds}, so the daemon would read the rest of it as flags of its own "
+                "command line"), fix
+    return None
+
+
+def check_retention_time(value):
+    """prometheus_retention_time: a Prometheus duration (30d, 12w, 1y, 36h), written into ARGS of the unit."""
+    fix = "set {var} to a duration such as 30d, 12w or 1y (units y w d h m s ms, largest first, no spaces)"
+    problem = _text(value, "a Prometheus duration", fix)
+    if problem:
+        return problem
+    if not DURATION_RE.fullmatch(value) or value in ("", "0") or set(value) <= {"0"}:
+        return (f"{show(value)} is not a Prometheus duration (a number and a unit, such as 30d), so Prometheus "
+                "would not start or would keep its own default"), fix
+    return None
+
+
+def check_retention_size(value):
+    """prometheus_retention_size: "" (no limit) or a size with a unit (50GB), written into ARGS of the unit."""
+    if value == "":
+        return None
+    fix = 'set {var} to a size such as 50GB (units B KB MB GB TB PB EB), or to "" for no limit'
+    problem = _text(value, "a Prometheus size", fix)
+    if problem:
+        return problem
+    if not SIZE_RE.fullmatch(value):
+        return f"{show(value)} is not a Prometheus size (a whole number and a unit, such as 50GB)", fix
+    return None
+
+
+def check_expected_gpus(value):
+    """exporters_expected_gpus: "" or a count of GPUs (the unit's --expected-gpus and its DeviceAllow lines)."""
+    fix = 'set {var} to the number of GPUs, such as 8, or to "" to leave the series out'
+    if isinstance(value, bool):
+        return f"{show(value)} is a boolean, not a count of GPUs", fix
+    text = str(value) if isinstance(value, int) else value
+    if isinstance(text, str) and (text == "" or (text.isascii() and text.isdigit() and int(text) <= 64)):
+        return None
+    return f"{show(value)} is not a count of GPUs (0 to 64) or empty", fix
+
+
+def check_exporters_root(value):
+    """exporters_root: a directory of its own (the role makes it root:root 0755 and puts a venv into it)."""
+    problem = check_abs_path(value)
+    if problem:
+        return problem
+    if posixpath.normpath(value) in WIDE_DIRS or posixpath.normpath(value).startswith("/usr/"):
+        return (f"{show(value)} is a system directory: the role would take it over (owner root, mode 0755) and "
+                "the exporter's account would get it as its home",
+                "set {var} to a directory of its own, such as /opt/volta-exporter")
+    return None
+
+
+def check_exporters_user(value):
+    """exporters_user: an account of the exporter's own (the role sets its group, home and shell: nologin)."""
+    problem = check_account(value)
+    if problem:
+        return problem
+    if value in SYSTEM_ACCOUNTS or value.startswith("systemd-"):
+        return (f"{show(value)} is an account of the system or of another service: the role would change its "
+                "group, home and shell (nologin) and grant it the gateway's logs",
+                "set {var} to an account of its own, such as volta-exporter")
+    return None
+
+
+def check_gateway_logs(value):
+    """exporters_gateway_logs: "" or a glob of files in one directory, which the exporter's account may read.
+
+    The role grants read access (ACL) to that directory and, by its default ACL, to every file made in it: the
+    directory must be the gateway's own (/var/log/nginx), never a log root such as /var/log.
+    """
+    if value == "":
+        return None
+    fix = 'set {var} to a glob of the gateway\'s access logs, such as /var/log/nginx/volta-*.access.log, or "" for none'
+    problem = check_abs_path(value)
+    if problem:
+        return problem[0], fix
+    directory = posixpath.dirname(posixpath.normpath(value))
+    if value.endswith("/") or GLOB_CHARS & set(directory):
+        return f"{show(value)} is not a glob of files in one directory (a glob in the directory part)", fix
+    if directory in WIDE_DIRS:
+        return (f"{show(value)} is in {directory}: the exporter's account would be granted every file made there "
+                "(a default ACL), auth.log included"), fix
+    return None

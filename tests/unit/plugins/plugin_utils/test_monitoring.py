@@ -168,3 +168,65 @@ def test_scrape_configs_one_per_engine_with_its_key_file_and_job_volta_engine():
     assert engine["static_configs"][0]["labels"] == {"host": "gpu01", "instance_name": "chat"}
     assert engine["scheme"] == "https" and engine["tls_config"] == {"ca_file": "/etc/prometheus/volta/gateway-ca.pem"}
     assert KEY not in repr(configs)  # the key goes to its file, never into prometheus.yml
+
+
+# --- the settings registry's checkers (settings_checks/exporters.yml and prometheus.yml) ---------------------
+INJECTIONS = ["30d --web.enable-admin-api", "--web.enable-lifecycle", "30d\n", "30d;", "30d{", "30d}", "30d#",
+              '30d"', "30d'", ["30d"], None, 30]
+
+
+@pytest.mark.parametrize("value", ["30d", "90d", "1y", "12w", "36h", "1d12h", "90m"])
+def test_retention_time_takes_a_prometheus_duration(value):
+    assert m.check_retention_time(value) is None
+
+
+@pytest.mark.parametrize("value", [*INJECTIONS, "", "0", "30", "30 d", "30D", "d30"])
+def test_retention_time_refuses_what_is_no_duration(value):
+    why, fix = m.check_retention_time(value)
+    assert "is not a Prometheus duration" in why
+    assert fix.startswith("set {var} to a duration such as 30d")
+
+
+def test_retention_time_names_a_flag_that_would_reach_the_command_line():
+    why, _fix = m.check_retention_time("30d --web.enable-admin-api")
+    assert why == ('"30d --web.enable-admin-api" is not a Prometheus duration: it contains \' \', so the daemon '
+                   "would read the rest of it as flags of its own command line")
+
+
+@pytest.mark.parametrize(("value", "refused"), [("", False), ("50GB", False), ("512MB", False), ("50 GB", True),
+                                                ("5GiB", True), ("50GB --x", True), (50, True)])
+def test_retention_size(value, refused):
+    assert (m.check_retention_size(value) is not None) is refused
+
+
+@pytest.mark.parametrize(("value", "refused"), [("", False), (8, False), ("8", False), ("0", False), ("x", True),
+                                                (True, True), ("100", True), ("8\nDeviceAllow=/dev/sda rw", True)])
+def test_expected_gpus(value, refused):
+    assert (m.check_expected_gpus(value) is not None) is refused
+
+
+@pytest.mark.parametrize(("value", "refused"), [
+    ("/var/log/nginx/volta-*.access.log", False), ("", False), ("/srv/logs/gw/*.log", False),
+    ("/var/log/*.log", True), ("/var/log/auth.log", True), ("/var/log/ngi*/x.log", True), ("/var/log/nginx/", True),
+    ("var/log/nginx/*.log", True), ("/var/log/nginx/../auth.log", True), ("/var/log/nginx/*.log --x", True),
+])
+def test_gateway_logs_are_one_directory_of_their_own(value, refused):
+    assert (m.check_gateway_logs(value) is not None) is refused
+
+
+def test_gateway_logs_in_the_log_root_say_why():
+    why, fix = m.check_gateway_logs("/var/log/*.log")
+    assert "auth.log included" in why
+    assert "/var/log/nginx/volta-*.access.log" in fix
+
+
+@pytest.mark.parametrize(("value", "refused"), [("volta-exporter", False), ("root", True), ("www-data", True),
+                                                ("systemd-network", True), ("Volta", True), ("a b", True)])
+def test_exporters_user_is_an_account_of_its_own(value, refused):
+    assert (m.check_exporters_user(value) is not None) is refused
+
+
+@pytest.mark.parametrize(("value", "refused"), [("/opt/volta-exporter", False), ("/", True), ("/usr/local", True),
+                                                ("/opt", True), ("opt/x", True), ("/opt/a b", True)])
+def test_exporters_root_is_a_directory_of_its_own(value, refused):
+    assert (m.check_exporters_root(value) is not None) is refused
