@@ -20,7 +20,7 @@ from ansible_collections.volta.serving.plugins.plugin_utils._findings import WAR
 # The prefixes of the roles' public variables (and volta_ for the whole run's); longest first is not
 # needed: a name is ours when it starts with any of them.
 PREFIXES = ("nvidia_driver_", "cuda_toolkit_", "engine_", "engine_fixups_", "engine_service_", "model_",
-            "api_gateway_", "firewall_", "preflight_", "router_", "volta_")
+            "api_gateway_", "firewall_", "preflight_", "router_", "exporters_", "prometheus_", "volta_")
 UNKNOWN_MODES = ("error", "warn")
 # The findings volta_unknown_variables: warn turns into warnings.
 UNKNOWN_RULES = ("unknown-variable", "unknown-field")

@@ -210,15 +210,13 @@ def check_nginx_rate(value):
 
 
 def check_abs_path(value):
-    """Kind ``abs_path``: an absolute path without .. components, spaces or syntax characters."""
-    fix = "set {var} to an absolute path such as /srv/volta, without spaces, quotes or .."
+    """Kind ``abs_path``: an absolute path without spaces or syntax characters (the operator's own choice)."""
+    fix = "set {var} to an absolute path such as /srv/volta, without spaces or quotes"
     problem = _text_problem(value, "a path", fix)
     if problem:
         return problem
     if not value.startswith("/"):
         return f"{show(value)} is not an absolute path (it must start with /)", fix
-    if ".." in value.split("/"):
-        return f"{show(value)} has a .. component, so it may name a directory outside the one meant", fix
     return None
 
 
@@ -325,7 +323,7 @@ def check_url_or_abs_path(value):
 
 def check_rel_path(value):
     """Kind ``rel_path``: a relative path inside a directory (no leading /, no .. component)."""
-    fix = "set {var} to a relative path such as llama.cpp/src, without spaces, quotes or .."
+    fix = "set {var} to a relative path inside the directory, such as llama.cpp/src, without spaces or quotes"
     problem = _text_problem(value, "a path", fix)
     if problem:
         return problem
