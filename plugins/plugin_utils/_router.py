@@ -22,14 +22,16 @@ import ipaddress
 import re
 
 from ansible_collections.volta.serving.plugins.module_utils._services import rotation_path
+from ansible_collections.volta.serving.plugins.plugin_utils._cidr import check_cidr
+from ansible_collections.volta.serving.plugins.plugin_utils._router_settings import check_backend_address
 
 ROUTER_GROUP = "volta_router"
 SERVING_GROUP = "volta"
 MONITORING_GROUP = "monitoring"
 ROTATION_DIR = "/etc/nginx/volta-router/rotation"
-# What nginx accepts as an upstream host without quoting (a name or an address): nothing that could end
-# the directive (";", "{", "}", spaces) or start a comment.
-_ADDRESS_RE = re.compile(r"^[A-Za-z0-9._:-]+$")
+# An inventory host name the router writes into a file name or a comment: letters, digits, "_", "-" and
+# dots between them (no "/", no "..", no leading dot, nothing nginx reads as syntax).
+SAFE_HOST_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]|\.(?=[A-Za-z0-9_-]))*")
 
 
 def _message(host, field, text, why, fix):
@@ -40,15 +42,38 @@ def _is_port(value):
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
 
 
-def host_services(instances):
+def safe_id(host):
+    """The name of *host* in the router's file names: the inventory name when it is safe (SAFE_HOST_RE), else a
+    name derived from it that is (letters, digits and a sha256 prefix), so no inventory name reaches a path."""
+    host = str(host)
+    if SAFE_HOST_RE.fullmatch(host):
+        return host
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "_", host).strip("_")[:32]
+    return f"{readable or 'host'}-{_sha256(host)[:12]}"
+
+
+def _serves_here(inst, host):
+    """Whether *host* serves the instance: a multi-host (Ray cluster) instance is served by its head only, the
+    first of cluster.members (the workers run Ray nodes, no listener)."""
+    cluster = inst.get("cluster")
+    if cluster is None:
+        return True
+    members = cluster.get("members") if isinstance(cluster, dict) else None
+    return isinstance(members, list) and len(members) > 0 and members[0] == host
+
+
+def host_services(instances, host=None):
     """served_model_name -> service_port of the enabled instances with a service_port, in inventory order.
 
     The same reading as the serving plan (an instance is enabled unless ``enabled: false``; its
-    served_model_name defaults to its name); the host's own preflight checks the rest of its shape.
+    served_model_name defaults to its name; a multi-host instance is planned on its head only); the host's own
+    preflight checks the rest of its shape.
     """
     out = {}
     for inst in instances or []:
         if not isinstance(inst, dict) or inst.get("enabled", True) is False or not inst.get("name"):
+            continue
+        if host is not None and not _serves_here(inst, host):
             continue
         port = inst.get("service_port")
         if not _is_port(port):
@@ -137,6 +162,34 @@ def _key_findings(service, members):
     return out
 
 
+def _ssh_findings(router_host, services, ssh_port):
+    """A router port that is the port the controller reaches the router host's sshd on (ansible_port)."""
+    return [
+        _message(
+            router_host, f"router_ports[{service['name']}]",
+            f"router port {service['port']} of service {service['name']} is the port {router_host}'s sshd listens "
+            "on (ansible_port, default 22).",
+            "nginx and sshd cannot both listen on it: nginx would fail to start, or take SSH away from the "
+            "controller.",
+            f"give {service['name']} another port in router_ports on {router_host}, for example "
+            f"router_ports: {{{service['name']}: 8000}}.",
+        )
+        for service in services.values()
+        if service["port"] is not None and service["port"] == ssh_port
+    ]
+
+
+def _shape_finding(router_host, router_ports):
+    if isinstance(router_ports, dict):
+        return []
+    return [_message(
+        router_host, "router_ports",
+        f"router_ports is a {type(router_ports).__name__} ({router_ports!r}), not a mapping of service names to ports.",
+        "a list is not read at all: every service would silently stay on its hosts' service_port.",
+        "write router_ports as a mapping served_model_name -> port, for example router_ports: {lab-chat: 9000}.",
+    )]
+
+
 def _port_findings(router_host, services, router_ports, own_ports):
     out = []
     for name, port in sorted((router_ports or {}).items(), key=lambda item: str(item[0])):
@@ -178,14 +231,32 @@ def _port_findings(router_host, services, router_ports, own_ports):
 
 def _address_finding(view):
     address = view.get("address")
-    if isinstance(address, str) and _ADDRESS_RE.fullmatch(address.strip("[]")):
+    text = address[1:-1] if isinstance(address, str) and address.startswith("[") and address.endswith("]") else address
+    problem = check_backend_address(text)
+    if problem is None:
         return None
     return _message(
         view["host"], "router_backend_address",
-        f"{address!r} is not an address or host name the router can connect to.",
+        f"{address!r} is not an address or host name the router can connect to ({problem[0]}).",
         "the router's upstream names each host by the address it connects to (router_backend_address, "
         "else ansible_host, else the inventory name).",
-        f"set router_backend_address for {view['host']} to the address of its gateway as the router reaches it.",
+        f"set router_backend_address for {view['host']} to the address of its gateway as the router reaches it "
+        "(an IP address or a host name, no port).",
+    )
+
+
+def _name_finding(host):
+    """An inventory host name that is unsafe in the router's include lines, file names and comments."""
+    if SAFE_HOST_RE.fullmatch(str(host)) and len(str(host)) <= 253:
+        return None
+    return _message(
+        host, "inventory_hostname",
+        f"the inventory name {str(host)!r} holds characters other than letters, digits, '_', '-' and single dots "
+        "between them.",
+        "the router writes each host's name into its upstream's include lines and rotation file names (nginx would "
+        "read ';', spaces or '#' as configuration, '/' and '..' would leave the rotation directory); the serving "
+        "plays skip such a host, yet the router would route to it.",
+        "rename the host in the inventory (for example gpu-b) and keep its address in ansible_host.",
     )
 
 
@@ -203,28 +274,31 @@ def _tls_finding(view):
     )
 
 
-def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR):
+def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR, ssh_port=22):
     """The router's services and the findings that refuse it.
 
     *hosts*: one view per host of group volta, in inventory order: ``{"host", "address", "instances", "keys",
-    "host_key", "generate_keys", "tls"}`` (the filter router_plan builds them from hostvars). Returns
-    ``{"services": [{"kind": "service", "name", "port", "key", "key_field", "backends": [{"host", "address",
-    "port", "rotation_file"}]}], "findings": [...]}``: each service is shaped as a service listener of
-    ``_services.listeners``, so ``_services.rotation_files`` writes its server lines. A service's key is None
-    while findings refuse it.
+    "host_key", "generate_keys", "tls"}`` (the filter router_plan builds them from hostvars). *ssh_port*: the port
+    the router host's sshd listens on (its ansible_port). Returns ``{"services": [{"kind": "service", "name",
+    "port", "key", "key_field", "backends": [{"host", "id", "address", "port", "rotation_file"}]}], "findings":
+    [...]}``:
+    each service is shaped as a service listener of ``_services.listeners``, so ``_services.rotation_files``
+    writes its server lines; a rotation file is named by the host's ``safe_id``, never its raw name. A
+    multi-host instance has its head as its one backend. A service's key is None while findings refuse it.
     """
     findings, members, own_ports = [], {}, set()
     for view in hosts:
         if view["host"] == router_host:
             own_ports = public_ports(view.get("instances"))
-        for service, port in host_services(view.get("instances")).items():
+        for service, port in host_services(view.get("instances"), view["host"]).items():
             source, key = resolve_key(view, service)
             members.setdefault(service, []).append((view, port, source, key))
     services = {}
+    findings += _shape_finding(router_host, router_ports if router_ports is not None else {})
     router_ports = router_ports if isinstance(router_ports, dict) else {}
     for name, entries in members.items():
         for view, _port, _source, _key in entries:
-            for problem in (_address_finding(view), _tls_finding(view)):
+            for problem in (_name_finding(view["host"]), _address_finding(view), _tls_finding(view)):
                 if problem and problem not in findings:
                     findings.append(problem)
         ports = sorted({port for _view, port, _source, _key in entries})
@@ -249,13 +323,32 @@ def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR
             "key": None if key_problems else entries[0][3],
             "key_field": f"api_gateway_keys[{name}]",
             "backends": [
-                {"host": view["host"], "address": str(view.get("address")).strip("[]"), "port": backend_port,
-                 "rotation_file": rotation_path(listen, view["host"], rotation_dir)}
+                {"host": view["host"], "id": safe_id(view["host"]), "address": str(view.get("address")).strip("[]"),
+                 "port": backend_port, "rotation_file": rotation_path(listen, safe_id(view["host"]), rotation_dir)}
                 for view, backend_port, _source, _key in entries
             ],
         }
     findings += _port_findings(router_host, services, router_ports, own_ports)
+    findings += _ssh_findings(router_host, services, ssh_port)
     return {"services": sorted(services.values(), key=lambda s: (s["port"] or 0, s["name"])), "findings": findings}
+
+
+def probe_url(listen_address, port):
+    """The URL the router's verify and report call: the address it listens on (loopback when it listens on every
+    address), so a router bound to one address is checked where it answers."""
+    address = str(listen_address or "")
+    if address in ("", "0.0.0.0"):  # noqa: S104  an nginx listen address, compared, never bound here
+        address = "127.0.0.1"
+    elif address == "::":
+        address = "::1"
+    host = f"[{address}]" if ":" in address else address
+    return f"http://{host}:{port}"
+
+
+def listen_ports(plan):
+    """The ports a router plan listens on (each service's valid port), sorted: what the firewall of a host of
+    group volta that runs the router opens to its API clients."""
+    return sorted({s["port"] for s in plan["services"] if _is_port(s["port"])})
 
 
 def host_backends(plan, host):
@@ -309,12 +402,14 @@ def router_sources(routers):
                 "firewall_router_cidrs on the hosts of group volta.",
             ))
         for address in found:
-            try:
-                cidrs.append(ipaddress.ip_network(address.strip(), strict=False).with_prefixlen)
-            except ValueError:
-                problems.append(_message(
-                    router["host"], "router_source_address", f"{address!r} is not an IP address.",
-                    "the hosts' firewalls need the router's address as an IP address.",
-                    f"set router_source_address for {router['host']} to its IP address (or a list of them).",
-                ))
+            network, problem = check_cidr(address)
+            if network is not None:
+                cidrs.append(network.with_prefixlen)
+                continue
+            problems.append(_message(
+                router["host"], "router_source_address", f"{address!r} is not an IP address or network: "
+                f"{problem['why']}.", "the hosts' firewalls let exactly these addresses in on the service ports "
+                "(a network with host bits set, such as 10.0.0.2/8, was widened to 10.0.0.0/8).",
+                f"{problem['fix']}; router_source_address of {router['host']} is its IP address (or a list of them).",
+            ))
     return {"cidrs": list(dict.fromkeys(cidrs)), "problems": problems}

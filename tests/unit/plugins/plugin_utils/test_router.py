@@ -12,8 +12,11 @@ import pytest
 from ansible_collections.volta.serving.plugins.module_utils._services import established_to, rotation_files
 from ansible_collections.volta.serving.plugins.plugin_utils._router import (
     host_backends,
+    listen_ports,
+    probe_url,
     router_plan,
     router_sources,
+    safe_id,
     serving_hosts,
 )
 
@@ -36,9 +39,9 @@ def test_one_service_with_one_backend_per_host_each_in_its_rotation_file():
     (service,) = plan["services"]
     assert (service["name"], service["port"], service["key"]) == ("lab-chat", 8000, KEY)
     assert service["backends"] == [
-        {"host": "gpu-a", "address": "10.0.0.11", "port": 8000,
+        {"host": "gpu-a", "id": "gpu-a", "address": "10.0.0.11", "port": 8000,
          "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-a.conf"},
-        {"host": "gpu-b", "address": "10.0.0.12", "port": 8000,
+        {"host": "gpu-b", "id": "gpu-b", "address": "10.0.0.12", "port": 8000,
          "rotation_file": "/etc/nginx/volta-router/rotation/8000-gpu-b.conf"},
     ]
     assert rotation_files(plan["services"]) == [
@@ -170,3 +173,84 @@ PROC_TCP6 = """  sl  local_address remote_address st
 )
 def test_established_connections_to_one_address_and_port(text, addresses, expected):
     assert established_to(text, addresses, 8000) == expected
+
+
+# Issue 52: the hardening of the router's plan.
+
+BIG = {"name": "big", "engine": "vllm", "model": "/srv/models/lab-chat", "served_model_name": "lab-big", "gpus": [0, 1],
+       "port": 8010, "service_port": 8000, "cluster": {"members": ["mn-head", "mn-worker"], "interface": "eth0"}}
+
+
+def test_a_multi_host_instance_is_served_by_its_head_only():
+    hosts = [view("mn-head", "10.0.0.21", [BIG], keys={"lab-big": KEY}),
+             view("mn-worker", "10.0.0.22", [BIG], keys={"lab-big": KEY})]
+    plan = router_plan(hosts, "router")
+    assert plan["findings"] == []
+    assert [b["host"] for b in plan["services"][0]["backends"]] == ["mn-head"]
+
+
+@pytest.mark.parametrize("name", ["x;server evil.example backup;#", "../x", "gpu b", ".hidden", "a/b"])
+def test_an_unsafe_inventory_name_is_refused_and_never_reaches_a_path(name):
+    plan = router_plan([HOSTS[0], view(name, "10.0.0.12")], "router")
+    (finding,) = plan["findings"]
+    assert finding.startswith(f"{name}: field inventory_hostname: the inventory name {name!r} holds characters other")
+    assert "Fix: rename the host in the inventory" in finding
+    path = plan["services"][0]["backends"][1]["rotation_file"]
+    assert path.startswith("/etc/nginx/volta-router/rotation/8000-")
+    tail = path.rsplit("/", 1)[1]
+    assert name not in path and ".." not in tail and not set(tail) & set(" ;#{}/")
+
+
+def test_a_safe_name_keeps_its_rotation_file_name():
+    assert safe_id("gpu-a.example_1") == "gpu-a.example_1"
+    assert safe_id("x;y") != safe_id("x y")
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [("10.0.0.12:8000", "'10.0.0.12:8000' carries a port"), ("gpu-b:8000", "'gpu-b:8000' carries a port"),
+     ("10.0.0.12; include /etc/shadow", "is not an IP address or a host name")],
+)
+def test_a_backend_address_with_a_port_or_syntax_is_refused(address, why):
+    (finding,) = router_plan([HOSTS[0], view("gpu-b", address)], "router")["findings"]
+    assert finding.startswith(f"gpu-b: field router_backend_address: {address!r} is not an address")
+    assert why in finding
+
+
+@pytest.mark.parametrize(("ssh_port", "router_ports", "refused"),
+                         [(22, {"lab-chat": 22}, True), (2222, {"lab-chat": 22}, False), (8000, {}, True)])
+def test_a_router_port_on_the_router_hosts_ssh_port_is_refused(ssh_port, router_ports, refused):
+    findings = router_plan(HOSTS, "router", router_ports, ssh_port=ssh_port)["findings"]
+    port = router_ports.get("lab-chat", 8000)
+    expected = [f"router: field router_ports[lab-chat]: router port {port} of service lab-chat is the port router's "
+                "sshd listens on (ansible_port, default 22)."]
+    assert [f.split(" Why:")[0] for f in findings] == (expected if refused else [])
+
+
+def test_router_ports_written_as_a_list_is_refused():
+    (finding,) = router_plan(HOSTS, "router", [{"lab-chat": 9000}])["findings"]
+    assert finding.startswith("router: field router_ports: router_ports is a list ([{'lab-chat': 9000}]), not a "
+                              "mapping of service names to ports.")
+
+
+@pytest.mark.parametrize(
+    ("listen", "url"),
+    [("", "http://127.0.0.1:8000"), ("10.0.0.2", "http://10.0.0.2:8000"), ("fd00::2", "http://[fd00::2]:8000"),
+     ("0.0.0.0", "http://127.0.0.1:8000"), ("::", "http://[::1]:8000")],  # noqa: S104  listen addresses
+)
+def test_the_probe_calls_the_address_the_router_listens_on(listen, url):
+    assert probe_url(listen, 8000) == url
+
+
+def test_listen_ports_are_the_valid_ports_of_the_plan():
+    plan = router_plan(HOSTS, "router", {"lab-chat": 9000})
+    assert listen_ports(plan) == [9000]
+
+
+def test_router_sources_refuse_host_bits_instead_of_widening():
+    out = router_sources([{"host": "r1", "source": "10.0.0.2/8"}])
+    assert out["cidrs"] == []
+    (problem,) = out["problems"]
+    assert problem.startswith("r1: field router_source_address: '10.0.0.2/8' is not an IP address or network: "
+                              "'10.0.0.2/8' has host bits set")
+    assert "write 10.0.0.0/8 for the whole network, or 10.0.0.2/32 for the single address" in problem
