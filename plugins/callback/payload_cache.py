@@ -42,11 +42,15 @@ requirements:
     repository's C(ansible.cfg) and the lab's molecule configuration do.
 """
 
+import base64
+import io
 import os
+import pickle
 from pathlib import Path
 
 import ansible
 from ansible import constants as C
+from ansible.executor import module_common
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
 from ansible_collections.volta.serving.plugins.plugin_utils import _payload_cache
@@ -55,12 +59,46 @@ from ansible_collections.volta.serving.plugins.plugin_utils import _payload_cach
 RUN_CACHE = "ansiballz_cache"
 _ANSIBLE = Path(ansible.__file__).resolve().parent
 _COLLECTION_PLUGINS = Path(__file__).resolve().parents[1]
-# How to silence the warning of a store that cannot be used.
-FIX = ("set VOLTA_SERVING_PAYLOAD_CACHE to a directory of your own, or leave volta.serving.payload_cache out of "
-       "callbacks_enabled")
 SOURCES = (("ansible-core modules", _ANSIBLE / "modules"), ("ansible-core module_utils", _ANSIBLE / "module_utils"),
            ("volta.serving modules", _COLLECTION_PLUGINS / "modules"),
            ("volta.serving module_utils", _COLLECTION_PLUGINS / "module_utils"))
+# The only classes an entry of the run's own payload cache may name when this callback reads it.
+_RUN_ENTRY_CLASSES = {("ansible.executor.module_common", "_CachedModule"): module_common._CachedModule,
+                      ("ansible.executor.module_common", "ModuleMetadataV1"): module_common.ModuleMetadataV1}
+
+
+class _RunEntryUnpickler(pickle.Unpickler):
+    """Reads ansible-core's entries of this run's payload cache, refusing any class but the two they hold."""
+
+    def find_class(self, module, name):
+        try:
+            return _RUN_ENTRY_CLASSES[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a payload cache entry") from None
+
+
+def encode(fields, zip_bytes):
+    """ansible-core's form of an entry (a pickle of _CachedModule), made here from checked plain data."""
+    entry = module_common._CachedModule(
+        zip_data=base64.b64encode(zip_bytes),
+        metadata=module_common.ModuleMetadataV1(serialization_profile=fields["serialization_profile"]),
+        source_mapping=dict(fields["source_mapping"]))
+    return pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(raw):
+    """(fields, zip_bytes) of an entry this run's ansible-core wrote, or None for one of another form."""
+    try:
+        entry = _RunEntryUnpickler(io.BytesIO(raw)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+        return None
+    if not isinstance(entry, module_common._CachedModule) or type(entry.metadata) is not module_common.ModuleMetadataV1:
+        return None
+    mapping = entry.source_mapping
+    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        return None
+    fields = {"serialization_profile": entry.metadata.serialization_profile, "source_mapping": mapping}
+    return fields, base64.b64decode(entry.zip_data, validate=True)
 
 
 class CallbackModule(CallbackBase):
@@ -75,18 +113,19 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_start(self, playbook):
         root = self.get_option("store_dir")
-        refused = _payload_cache.usable_store(root)
-        if refused:
-            self._display.warning(f"volta.serving.payload_cache: not used, {refused}; {FIX}")
-            return
         try:
             self._key = _payload_cache.source_key(ansible_version, SOURCES)
-            copied = _payload_cache.restore(root, self._key, os.path.join(C.DEFAULT_LOCAL_TMP, RUN_CACHE))
+            put = _payload_cache.restore(root, self._key, os.path.join(C.DEFAULT_LOCAL_TMP, RUN_CACHE), encode)
+        except _payload_cache.Refused as refused:
+            self._key = None
+            self._display.warning(f"volta.serving.payload_cache: not used, {refused}. Fix: {refused.fix}.")
+            return
         except OSError as error:
             self._key = None
-            self._display.warning(f"volta.serving.payload_cache: not used, cannot read {root}: {error}; {FIX}")
+            self._display.warning(f"volta.serving.payload_cache: not used, cannot read {root}: {error}. "
+                                  f"Fix: {_payload_cache.ROOT_FIX}.")
             return
-        self._display.vvv(f"volta.serving.payload_cache: {len(copied)} module payload(s) from {root}")
+        self._display.vvv(f"volta.serving.payload_cache: {len(put)} module payload(s) from {root}")
 
     def v2_playbook_on_stats(self, stats):
         if self._key is None:
@@ -96,8 +135,12 @@ class CallbackModule(CallbackBase):
             if _payload_cache.source_key(ansible_version, SOURCES) != self._key:
                 self._display.vvv("volta.serving.payload_cache: sources changed during the run, nothing kept")
                 return
-            copied = _payload_cache.store(root, self._key, os.path.join(C.DEFAULT_LOCAL_TMP, RUN_CACHE))
+            kept = _payload_cache.store(root, self._key, os.path.join(C.DEFAULT_LOCAL_TMP, RUN_CACHE), decode)
+        except _payload_cache.Refused as refused:
+            self._display.warning(f"volta.serving.payload_cache: this run's payloads not kept, {refused}. "
+                                  f"Fix: {refused.fix}.")
+            return
         except OSError as error:
             self._display.warning(f"volta.serving.payload_cache: cannot keep this run's payloads in {root}: {error}")
             return
-        self._display.vvv(f"volta.serving.payload_cache: {len(copied)} new module payload(s) kept in {root}")
+        self._display.vvv(f"volta.serving.payload_cache: {len(kept)} new module payload(s) kept in {root}")
