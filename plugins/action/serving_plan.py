@@ -104,6 +104,9 @@ VAR_DEFAULTS = {
                                                   "node_exporter_enabled")) + "}"),
         ("service_account", "{" + ", ".join(f"{key!r}: ({role_default('engine_service', 'engine_service_' + key)})"
                                             for key in ("user", "group", "home")) + "}"),
+        # The ports the fleet router listens on when this host runs it too (group volta_router; else []): the
+        # firewall opens them to the API clients' networks (role router's plan, plugins/plugin_utils/_router.py).
+        ("router_ports", "groups | volta.serving.router_listen_ports(hostvars, inventory_hostname)"),
     )) + "}",
 }
 

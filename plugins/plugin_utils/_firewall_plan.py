@@ -70,8 +70,10 @@ def ports(serving_plan, host, volta_hosts, ssh_port, extra=(), metrics=(), expor
     services = plan.get("services") or [] if host in (volta_hosts or []) else []
     if exporter is None:
         exporter = exporter_ports((plan.get("shared") or {}).get("exporters"))
+    # A fleet router on this host (the plan's shared.router_ports) serves the same clients as the gateway.
+    router_own = (plan.get("shared") or {}).get("router_ports") or []
     return {
-        "gateway": _ints(plan.get("gateway_ports")),
+        "gateway": _ints(list(plan.get("gateway_ports") or []) + list(router_own)),
         # Every planned instance's backend port, enabled or not: none is ever reachable from outside.
         "engine": _ints(instance["backend_port"] for instance in plan.get("instances") or []),
         "extra": _ints(extra),

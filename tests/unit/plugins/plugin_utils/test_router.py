@@ -254,3 +254,19 @@ def test_router_sources_refuse_host_bits_instead_of_widening():
     assert problem.startswith("r1: field router_source_address: '10.0.0.2/8' is not an IP address or network: "
                               "'10.0.0.2/8' has host bits set")
     assert "write 10.0.0.0/8 for the whole network, or 10.0.0.2/32 for the single address" in problem
+
+
+def test_a_router_on_a_volta_host_has_its_ports_opened_to_the_api_clients():
+    """The serving plan shares the router's ports of the host (shared.router_ports, filter router_listen_ports);
+    the firewall opens them like the gateway's ports (to firewall_api_cidrs)."""
+    from ansible_collections.volta.serving.plugins.filter.router import router_listen_ports
+    from ansible_collections.volta.serving.plugins.plugin_utils._firewall_plan import ports
+
+    serving = {"volta_instances": [CHAT], "api_gateway_keys": {"lab-chat": KEY}}
+    hostvars = {"gpu-a": {"ansible_host": "10.0.0.11", "router_ports": {"lab-chat": 9000}, **serving},
+                "gpu-b": {"ansible_host": "10.0.0.12", **serving}}
+    groups = {"all": ["gpu-a", "gpu-b"], "volta": ["gpu-a", "gpu-b"], "volta_router": ["gpu-a"]}
+    assert router_listen_ports(groups, hostvars, "gpu-a") == [9000]
+    assert router_listen_ports(groups, hostvars, "gpu-b") == []
+    plan = {"plan": {"gateway_ports": [8000, 8001], "instances": [], "shared": {"router_ports": [9000]}}}
+    assert ports(plan, "gpu-a", groups["volta"], 22)["gateway"] == [8000, 8001, 9000]
