@@ -209,6 +209,7 @@ def plan_inputs(host, args, instances, preflight=None):
         cluster_members=args.get("cluster_members"),
         ray_ports=args.get("ray_ports"),
         service_home=args.get("service_home"),
+        exporters=(args.get("shared") or {}).get("exporters"),
     )
 
 

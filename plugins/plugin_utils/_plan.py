@@ -80,6 +80,8 @@ class PlanInputs:
     *units*: engine_service's restart_sec, start_limit_interval and start_limit_burst (``_units``).
     *cluster_members*: what the other members of a multi-host instance have (``_cluster``); *ray_ports*:
     engine_service_ray_ports; *service_home*: engine_service_home (Ray's temp dir is under it).
+    *exporters*: the exporters' listen_address, port, node_exporter_port and node_exporter_enabled (the plan's
+    shared exporters), against which the instances' ports are checked.
     """
 
     host: str
@@ -112,6 +114,7 @@ class PlanInputs:
     cluster_members: dict | None = None
     ray_ports: dict | None = None
     service_home: str | None = None
+    exporters: dict | None = None
 
 
 def _cc_tuple(value):
@@ -227,6 +230,8 @@ def _context(host, server, islands, settings):
         "ray_ports": settings.get("ray_ports") or _defaults.literal("engine_service", "engine_service_ray_ports"),
         "service_home": settings.get("service_home") or _defaults.literal("engine_service", "engine_service_home"),
         "facts_from": settings.get("facts_from") or "host",
+        "exporters": settings.get("exporters") or {},
+        "gateway_listen": settings.get("gateway_listen") or "",
         **_platform_context(settings),
     }
 
@@ -346,6 +351,7 @@ def _settings(inputs, pins):
         "build_packages": inputs.build_packages, "ram_need_gb": inputs.ram_need_gb,
         "cluster_members": inputs.cluster_members, "ray_ports": inputs.ray_ports,
         "service_home": inputs.service_home, "facts_from": inputs.model_facts_from,
+        "exporters": inputs.exporters, "gateway_listen": (inputs.gateway or {}).get("listen_address"),
         **{("host_platform" if k == "host" else k): v for k, v in (inputs.platform or {}).items()},
     }
 

@@ -22,6 +22,8 @@ CATALOGUE = {
     "service-port-mismatch": (ERROR, False, "replicas of one served_model_name with different service ports"),
     "replicas-without-service-port": (WARNING, False, "instances that share a served_model_name on their own ports"),
     "replica-key-name": (ERROR, False, "an api_gateway_keys entry named after a replica (the service's is read)"),
+    "service-port-cluster": (ERROR, False, "service_port on an instance over several hosts (its head serves it alone)"),
+    "exporter-port-collision": (ERROR, False, "an instance's port that node_exporter or volta-exporter listens on"),
 }
 
 
@@ -76,6 +78,60 @@ def check_ports(instances, ctx):
                 )
             else:
                 owners[port] = (label if field == "service_port" else f"{label} of instance {inst['name']}", who)
+    return out + check_exporter_ports(instances, ctx)
+
+
+# The exporters' listeners (roles/exporters; the plan's shared exporters): port setting -> what listens on it.
+EXPORTER_PORTS = (("port", "volta-exporter", "exporters_port"),
+                  ("node_exporter_port", "node_exporter", "exporters_node_exporter_port"))
+# Addresses that take a port on every address of the host (Linux: a dual-stack :: takes IPv4 too).
+_EVERY_ADDRESS = ("", "0.0.0.0", "::", "*")  # noqa: S104  compared, never bound
+
+
+def _same_socket(first, second):
+    """Whether listeners on *first* and *second* (addresses, "" = every address) cannot share one port."""
+    first, second = ("127.0.0.1" if a == "localhost" else a for a in (str(first or ""), str(second or "")))
+    return first in _EVERY_ADDRESS or second in _EVERY_ADDRESS or first == second
+
+
+def _exporter_listeners(exporters):
+    """``[(port, program, variable)]`` of the exporters that listen on this host (shared exporters settings)."""
+    out = []
+    for key, program, variable in EXPORTER_PORTS:
+        port = exporters.get(key)
+        if key == "node_exporter_port" and not exporters.get("node_exporter_enabled", True):
+            continue
+        if (isinstance(port, int) and not isinstance(port, bool)) or str(port).isdigit():
+            out.append((int(port), program, variable))
+    return out
+
+
+def check_exporter_ports(instances, ctx):
+    """An enabled instance's port (public and service ports on the gateway's address, the backend port on
+    loopback) that node_exporter or volta-exporter listens on too: one of the two fails to start."""
+    exporters = ctx.get("exporters") or {}
+    listen = exporters.get("listen_address", "127.0.0.1")
+    taken = _exporter_listeners(exporters)
+    out = []
+    for inst in instances:
+        if not inst["enabled"] or inst.get("cluster_role") == "worker":
+            continue
+        for field, address, label in (
+            ("port", ctx.get("gateway_listen"), "the gateway's public port"),
+            ("backend_port", "127.0.0.1", "the engine's loopback port"),
+            ("service_port", ctx.get("gateway_listen"), f"the public port of the service {inst['served_model_name']}"),
+        ):
+            for port, program, variable in taken:
+                if inst.get(field) == port and _same_socket(address, listen):
+                    out.append(finding(
+                        "exporter-port-collision", ctx["host"], inst["name"], field,
+                        f"{field} {port} ({label}) is also {program}'s port ({variable}), on {listen or '::'}.",
+                        f"two listeners cannot share a port: {program} (roles/exporters) or the "
+                        f"{'engine' if field == 'backend_port' else 'gateway'} fails to start, after the hosts "
+                        "changed.",
+                        f"choose another {field} for {inst['name']}, or move {variable} (or turn node_exporter "
+                        "off with exporters_node_exporter_enabled: false).",
+                    ))
     return out
 
 
@@ -171,9 +227,31 @@ def _key_findings(host, members, name, ctx):
     return out
 
 
+def check_cluster_service_port(instances, ctx):
+    """service_port on an instance over several hosts: its head alone serves it, and it restarts with its Ray
+    cluster, never as one replica of a service drained behind the others."""
+    out = []
+    for inst in instances:
+        cluster = inst.get("cluster")
+        if not (inst["enabled"] and cluster and inst.get("service_port") is not None):
+            continue
+        out.append(finding(
+            "service-port-cluster", ctx["host"], inst["name"], "service_port",
+            f"{inst['name']} runs over several hosts (cluster.members {', '.join(cluster['members'])}), and "
+            f"service_port {inst['service_port']} is set.",
+            "an instance over several hosts is served by its head alone and restarts with its whole Ray cluster: "
+            "the gateway's service would balance over one replica, never drained, and the members other than the "
+            "head have no listener for it.",
+            f"remove service_port from {inst['name']}: its clients use port {inst['port']} on {cluster['head']}; "
+            "to balance one model over several servers, give each its own instance behind the fleet router "
+            "(group volta_router).",
+        ))
+    return out
+
+
 def check_services(instances, ctx):
     """Findings for the instances of one host that share a served_model_name (see the module's doc)."""
-    host, out = ctx["host"], []
+    host, out = ctx["host"], check_cluster_service_port(instances, ctx)
     for name, members in _groups(instances).items():
         first = members[0]
         for other in members[1:]:

@@ -494,7 +494,9 @@ def test_every_rule_has_a_test_case():
     # The model rules (_model_rules.MODEL_RULES) have theirs in test_model_rules.py.
     # The multi-host rules (_cluster.CLUSTER_RULES) have theirs in test_cluster.py.
     # The GPU health rules (_health_rules.HEALTH_RULES) have theirs in test_health_rules.py.
-    tested = {case[4] for case in INVALID} | set(MODEL_RULES) | set(CLUSTER_RULES) | set(HEALTH_RULES)
+    # service-port-cluster and exporter-port-collision have theirs in test_rules_serving.py.
+    tested = ({case[4] for case in INVALID} | set(MODEL_RULES) | set(CLUSTER_RULES) | set(HEALTH_RULES)
+              | {"service-port-cluster", "exporter-port-collision"})
     assert set(RULES) - tested == set()
 
 
