@@ -164,7 +164,8 @@ def resolve_instances(instances, models, root, allow_branch=False):
 
 
 def _known(models):
-    return ", ".join(sorted(str(name) for name in models or {})) or "none"
+    """The model names of volta_models for a message: names only (never a source: it may hold a token)."""
+    return ", ".join(sorted(str(name) for name in models)) if isinstance(models, dict) and models else "none"
 
 
 def _known_source(who, ref, models):
@@ -181,7 +182,7 @@ def needed_models(instances, models, names=None):
     """The names of the models to fetch: *names* when given, else those the instances refer to (in order)."""
     if not names:
         for inst in instances or []:
-            if isinstance(inst, dict) and inst.get("model_source") not in (None, ""):
+            if isinstance(inst, dict) and not isinstance(inst.get("model_source"), (str, type(None))):
                 _known_source(f"instance {inst.get('name', '?')}", inst["model_source"], models)
     wanted = list(names) if names else [i["model_source"] for i in instances or []
                                         if isinstance(i, dict) and i.get("model_source")]
@@ -406,12 +407,23 @@ def public_source(source):
     return source
 
 
-def model_plan(instances, models, root, names=None, allow_branch=False):
-    """What the role fetches: [{name, kind, source (no token), token (bool), dir, path}] in order."""
+def model_plan(instances, models, root, names=None, allow_branch=False, endpoint=None):
+    """What the role fetches: [{name, kind, source (no token), token (bool), dir, path}] in order.
+
+    With *endpoint* (model_hf_endpoint), a model with a token is refused when the token would go to it over
+    plain http (token_transport_problem): the model layer's client sends it with every request.
+    """
     out = []
     for name in needed_models(instances, models, names):
         src = check_source(name, models[name], allow_branch)
         hf = models[name].get("hf") if isinstance(models[name], dict) else None
+        problem = token_transport_problem(endpoint) if endpoint is not None and isinstance(hf, dict) else None
+        if problem and (hf.get("token") or problem == "is not an http(s) URL"):
+            _fail(name, f"model_hf_endpoint {endpoint!r} {problem}",
+                  "the client reads the hub there and sends the model's token (hf.token) in an Authorization "
+                  "header with every request; over plain http anyone on the network path reads it",
+                  "use the https address of the hub or mirror (https://huggingface.co is the default), or a mirror "
+                  "on the host itself (http://127.0.0.1:PORT)")
         out.append({"name": name, "kind": src["kind"], "source": public_source(models[name]),
                     "token": bool(isinstance(hf, dict) and hf.get("token")),
                     "dir": model_dir(root, name, src), "path": served_path(root, name, src)})

@@ -95,6 +95,46 @@ def test_model_plan_never_carries_the_token():
         m.model_plan([], MODELS, ROOT, names=["x"])
 
 
+@pytest.mark.parametrize("endpoint", ["https://huggingface.co", "https://mirror.example:8443", "http://127.0.0.1:8080"])
+def test_model_plan_sends_a_token_over_https_or_to_loopback(endpoint):
+    assert [p["name"] for p in m.model_plan([{"model_source": "qwen"}], MODELS, ROOT, endpoint=endpoint)] == ["qwen"]
+
+
+def test_model_plan_refuses_a_token_over_plain_http_without_showing_it():
+    with pytest.raises(m.ModelError) as err:
+        m.model_plan([{"model_source": "qwen"}], MODELS, ROOT, endpoint="http://mirror.example")
+    assert str(err.value).startswith(
+        "model qwen: model_hf_endpoint 'http://mirror.example' is plain http to a host other than this machine; the "
+        "client reads the hub there and sends the model's token (hf.token) in an Authorization header with every "
+        "request; over plain http anyone on the network path reads it; fix: use the https address"
+    )
+    assert "hf_secret" not in str(err.value)
+    # Without a token plain http is allowed; a url source never reads the hub.
+    public = {"qwen": {"hf": {"repo": "Qwen/Qwen2.5-72B-Instruct", "revision": C1}}, "gguf": MODELS["gguf"]}
+    assert len(m.model_plan([{"model_source": "qwen"}, {"model_source": "gguf"}], public, ROOT,
+                            endpoint="http://mirror.example")) == 2
+    with pytest.raises(m.ModelError, match=r"model_hf_endpoint 'mirror\.example' is not an http"):
+        m.model_plan([{"model_source": "qwen"}], public, ROOT, endpoint="mirror.example")
+
+
+@pytest.mark.parametrize(
+    ("source_ref", "message"),
+    [(["qwen"], "instance chat: model_source ['qwen'] is not a model name"),
+     (7, "instance chat: model_source 7 is not a model name"),
+     ("nope", "not in volta_models")],
+)  # fmt: skip
+def test_a_model_source_that_is_no_known_name_is_refused_not_a_crash(source_ref, message):
+    for call in (lambda: m.resolve_instances([{"name": "chat", "model_source": source_ref}], MODELS, ROOT),
+                 lambda: m.model_plan([{"name": "chat", "model_source": source_ref}], MODELS, ROOT)):
+        with pytest.raises(m.ModelError) as err:
+            call()
+        assert message in str(err.value)
+    # volta_models not a mapping (the shape check refuses it first): its content, a token, is never shown.
+    with pytest.raises(m.ModelError, match="known: none") as err:
+        m.resolve_instances([{"name": "chat", "model_source": "qwen"}], [MODELS], ROOT)
+    assert "hf_secret" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("patterns", "kept"),
     [
