@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, volta.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter gateway_rotation_files (role volta.serving.api_gateway)."""
+"""Filters gateway_rotation_files and gateway_probe_base (role volta.serving.api_gateway)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ def gateway_rotation_files(listeners):
     return [{**entry, "owner": "root", "group": "www-data", "mode": "0640"} for entry in rotation_files(listeners)]
 
 
+def gateway_probe_base(listen_address, scheme="http"):
+    """scheme://host that reaches the gateway on the host itself, where it listens (plugin_utils/_gateway.py)."""
+    from ansible_collections.volta.serving.plugins.plugin_utils._gateway import probe_base
+
+    return probe_base(listen_address, scheme)
+
+
 class FilterModule:
     def filters(self):
-        return {"gateway_rotation_files": gateway_rotation_files}
+        return {"gateway_rotation_files": gateway_rotation_files, "gateway_probe_base": gateway_probe_base}

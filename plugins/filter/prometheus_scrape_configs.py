@@ -13,8 +13,8 @@ author:
 description:
   - From the output of P(volta.serving.prometheus_targets#filter), the C(scrape_configs) list of
     prometheus.yml - jobs C(volta-node) and C(volta-gpu), and one configuration per engine instance
-    (its key as C(authorization.credentials_file), the job label set to C(volta-engine)), each target
-    labelled with C(host) and, for engines, C(instance_name).
+    (its host's metrics-only key C(api_gateway_metrics_key) as C(authorization.credentials_file), the job
+    label set to C(volta-engine)), each target labelled with C(host) and, for engines, C(instance_name).
   - And the key files to write, one per engine. The keys never appear in the configuration.
 options:
   _input:

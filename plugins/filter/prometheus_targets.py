@@ -15,12 +15,13 @@ description:
     (job C(volta-node), C(exporters_node_exporter_port), default 9100) and volta-exporter (job C(volta-gpu),
     C(exporters_port), default 9402) targets, and one C(volta-engine) target per enabled instance of
     C(volta_instances), the instance's public port on the host's gateway (it serves C(/metrics) with the
-    instance's key).
+    host's metrics-only key C(api_gateway_metrics_key), which opens no inference path; no inference key is
+    ever sent on a scrape).
   - The address is C(exporters_listen_address) (or C(api_gateway_listen_address)) when it is one
     address, else C(prometheus_scrape_address), C(ansible_host) or the inventory name.
   - Never fails; what keeps a target from being scraped from another host (exporters or gateway on
-    loopback, an empty C(api_gateway_metrics_allow) or C(firewall_metrics_cidrs), an instance whose key
-    only exists on the host) is
+    loopback, an empty C(api_gateway_metrics_allow) or C(firewall_metrics_cidrs), a host with instances and
+    no C(api_gateway_metrics_key)) is
     returned in RV(_value.problems), each naming the host, the variable and the fix.
 options:
   _input:
@@ -38,7 +39,7 @@ EXAMPLES = r"""
 - name: Compute the scrape targets of group volta
   ansible.builtin.set_fact:
     __prometheus_targets: "{{ groups['volta'] | volta.serving.prometheus_targets(hostvars) }}"
-  no_log: true  # the engine targets carry the instances' keys
+  no_log: true  # the engine targets carry the hosts' metrics keys
 """
 
 RETURN = r"""
@@ -51,7 +52,8 @@ _value:
       type: list
       elements: dict
     engines:
-      description: C({job, host, instance_name, scheme, target, key}) per engine instance (C(key) is a secret).
+      description: C({job, host, instance_name, scheme, target, key}) per engine instance (C(key), the host's
+        metrics-only key, is a secret).
       type: list
       elements: dict
     problems:

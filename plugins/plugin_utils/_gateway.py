@@ -34,6 +34,8 @@ GATEWAY_KEYS = (
     "unauthorized_rate",
     "unauthorized_burst",
     "key_shapes",
+    "key_types",
+    "metrics_reused",
 )
 # nginx sizes: a number of bytes, or with k/K, m/M, g/G (ngx_parse_offset).
 SIZE_RE = re.compile(r"\d{1,12}[kKmMgG]?")
@@ -84,9 +86,21 @@ def check_body_size(host, value):
 
 
 def check_listen_address(host, value):
-    """api_gateway_listen_address: empty (every address) or one IP address."""
+    """api_gateway_listen_address: empty (every address) or one IP address, without a zone index."""
     if value == "":
         return []
+    if isinstance(value, str) and "%" in value and not control_characters(value):
+        return [
+            _bad(
+                host,
+                "api_gateway_listen_address",
+                f"{value!r} carries a zone index (%{value.partition('%')[2]}), which nginx's listen directive "
+                "does not take (nginx -t refuses it, after other hosts changed).",
+                "it is pasted into the nginx listen directive of every public port.",
+                "write the address without the zone (a global or unique-local IPv6 address such as fd00::5, or an "
+                'IPv4 address); a link-local fe80:: address cannot be listened on alone. Or "" for every address.',
+            )
+        ]
     try:
         ipaddress.ip_address(value if isinstance(value, str) else "-")
     except ValueError:
@@ -100,6 +114,20 @@ def check_listen_address(host, value):
             )
         ]
     return []
+
+
+def probe_base(listen_address, scheme="http"):
+    """``scheme://host`` that reaches the gateway's ports on the host itself, as nginx listens.
+
+    Every address ("", 0.0.0.0) and the IPv4 loopback: 127.0.0.1; "::" (nginx: IPv6 only): [::1]; one
+    address: that address (a gateway on 10.0.0.5 only does not answer on 127.0.0.1), IPv6 in brackets.
+    """
+    address = str(listen_address or "").strip("[]")
+    if address in ("", "0.0.0.0"):  # noqa: S104 - reads a listen address, binds nothing
+        address = "127.0.0.1"
+    elif address == "::":
+        address = "::1"
+    return f"{scheme}://[{address}]" if ":" in address else f"{scheme}://{address}"
 
 
 def _metrics_entry_problem(entry):
@@ -264,8 +292,28 @@ def check_unauthorized_limit(host, rate, burst):
     return out
 
 
+# A key that is no text (plugin_utils/_api_keys.TYPE_SHAPES): what it is, as the refusal says it.
+TYPE_SHAPES = {
+    "<mapping>": "is a mapping, not a string (a key goes straight after the name: "
+                 "api_gateway_keys: {chat: \"<key>\"}, no nested keys)",
+    "<list>": "is a list, not a string (one key per instance or host: a string, not a list of keys)",
+    "<number>": "is a number, not a string: YAML read it unquoted and may have changed it (leading zeros, "
+                "exponents, underscores)",
+    "<boolean>": "is a boolean, not a string (YAML reads yes, no, on, off, true and false unquoted as one)",
+}
+
+
+def key_type_shape(type_name):
+    """The TYPE_SHAPES entry of a key whose type (Ansible's type_debug) is no string, else None."""
+    name = str(type_name).lower().replace("ansibletagged", "").lstrip("_")
+    return {"dict": "<mapping>", "list": "<list>", "tuple": "<list>", "int": "<number>", "float": "<number>",
+            "bool": "<boolean>"}.get(name)
+
+
 def _key_problem(shape):
-    """Why a key of this shape (KEY_SHAPE_CLASSES) cannot be used, or None."""
+    """Why a key of this shape (KEY_SHAPE_CLASSES, or a TYPE_SHAPES entry) cannot be used, or None."""
+    if shape in TYPE_SHAPES:
+        return TYPE_SHAPES[shape]
     if KEY_SHAPE_CLASSES["whitespace"] in shape:
         return "contains whitespace (a space, tab or newline, at the ends too)"
     if KEY_SHAPE_CLASSES["other"] in shape:
@@ -275,13 +323,48 @@ def _key_problem(shape):
     return None
 
 
-def check_key_shapes(host, shapes):
-    """Every configured API key (``where -> shape``): token characters only, at least KEY_MIN_LENGTH.
+def _expected(where):
+    """The line an inventory writes for the key set at *where* (api_gateway_keys[chat], api_gateway_host_key)."""
+    if where.startswith("api_gateway_keys["):
+        return f'api_gateway_keys: {{{where[len("api_gateway_keys["):-1]}: "<key>"}}'
+    return f'{where}: "<key>"'
+
+
+def _key_fix(where, shape):
+    """The fix of a refused key: its expected shape, and where that can be, the generated keys."""
+    generated = "" if where == "api_gateway_metrics_key" else ", or remove it and set api_gateway_generate_keys: true"
+    return (("write it as a quoted string: " if shape in TYPE_SHAPES else "use ")
+            + f"a key of at least {KEY_MIN_LENGTH} of A-Z a-z 0-9 . _ ~ + / = - (openssl rand -hex 32), in Ansible "
+            + f"Vault, as {_expected(where)}{generated}.")
+
+
+def check_metrics_reused(host, reused):
+    """api_gateway_metrics_key must be no inference key: the gateway takes it on every path then."""
+    if not reused or not isinstance(reused, list):
+        return []
+    return [
+        _bad(
+            host,
+            "api_gateway_metrics_key",
+            f"api_gateway_metrics_key is the same key as {', '.join(map(str, reused))} (the keys are not shown).",
+            "Prometheus sends the metrics key on every scrape, over plain HTTP unless the gateway has TLS; as an "
+            "inference key it would open the models to whoever reads it.",
+            "give api_gateway_metrics_key a key of its own (openssl rand -hex 32, in Ansible Vault).",
+            rule="weak-api-key",
+        )
+    ]
+
+
+def check_key_shapes(host, shapes, types=None):
+    """Every configured API key (``where -> shape``): a string (*types*: where -> its type_debug), of token
+    characters only, at least KEY_MIN_LENGTH.
 
     The message names where the key is set and what is wrong with it, never the key.
     """
     out = []
-    for where, shape in sorted((shapes or {}).items()) if isinstance(shapes, dict) else []:
+    types = types if isinstance(types, dict) else {}
+    for where, text_shape in sorted((shapes or {}).items()) if isinstance(shapes, dict) else []:
+        shape = key_type_shape(types.get(where)) or text_shape
         problem = _key_problem(shape) if isinstance(shape, str) else None
         if problem:
             out.append(
@@ -291,8 +374,7 @@ def check_key_shapes(host, shapes):
                     f"the key in {where} {problem} (the key is not shown).",
                     "clients send it as 'Authorization: Bearer <key>', which nginx and vLLM compare character "
                     "for character; whitespace never matches, and a short key can be guessed.",
-                    f"use a key of at least {KEY_MIN_LENGTH} of A-Z a-z 0-9 . _ ~ + / = - (openssl rand -hex 32), "
-                    "in Ansible Vault, or remove it and set api_gateway_generate_keys: true.",
+                    _key_fix(where, shape),
                     rule="weak-api-key",
                 )
             )
@@ -311,7 +393,8 @@ def check_gateway(host, gateway):
         + check_unauthorized_limit(
             host, gateway.get("unauthorized_rate", "30r/m"), gateway.get("unauthorized_burst", 20)
         )
-        + check_key_shapes(host, gateway.get("key_shapes"))
+        + check_key_shapes(host, gateway.get("key_shapes"), gateway.get("key_types"))
+        + check_metrics_reused(host, gateway.get("metrics_reused"))
         + check_tls_pair(host, gateway)
         + check_plain_http(host, gateway)
     )

@@ -20,7 +20,6 @@ import ipaddress
 import posixpath
 import re
 
-from ansible_collections.volta.serving.plugins.module_utils._services import key_name
 from ansible_collections.volta.serving.plugins.plugin_utils._cluster import read_cluster
 from ansible_collections.volta.serving.plugins.plugin_utils._defaults import literal
 from ansible_collections.volta.serving.plugins.plugin_utils._settings_kinds import (
@@ -114,11 +113,11 @@ def _served_here(host, inst):
     return bool(cluster) and cluster["head"] == host
 
 
-def _instance_key(hv, inst):
-    name = key_name({"name": inst["name"], "served_model_name": inst.get("served_model_name") or inst["name"],
-                     "service_port": inst.get("service_port")})
-    keys = hv.get("api_gateway_keys") or {}
-    return str(keys.get(name) or "") or str(hv.get("api_gateway_host_key") or "")
+def _metrics_key(hv):
+    """The host's metrics-only key (api_gateway_metrics_key): the gateway takes it on /metrics only, so no
+    inference key is ever sent on a scrape (plain HTTP unless the gateway has TLS)."""
+    key = hv.get("api_gateway_metrics_key")
+    return key if isinstance(key, str) or type(key).__name__ == "EncryptedString" else ""
 
 
 def _gateway_problems(host, hv, listen):
@@ -145,18 +144,16 @@ def engine_targets(host, hv):
         return [], problems
     address = _address(host, hv) if _wildcard(listen) else str(listen)
     scheme = "https" if hv.get("api_gateway_tls_certificate") else "http"
-    targets = []
-    for inst in instances:
-        key = _instance_key(hv, inst)
-        if not key:
-            problems.append(_problem(
-                host, "api_gateway_keys",
-                f"instance {inst['name']} has no key in api_gateway_keys or api_gateway_host_key (a key generated "
-                "on the host cannot be read by the monitoring host).",
-                f"put its key in api_gateway_keys (Ansible Vault) for {host}."))
-            continue
-        targets.append({"job": JOBS["engine"], "host": host, "instance_name": inst["name"], "scheme": scheme,
-                        "target": _hostport(address, inst.get("port")), "key": key})
+    key = str(_metrics_key(hv))
+    if not key:
+        return [], [_problem(
+            host, "api_gateway_metrics_key",
+            f"is not set: Prometheus scrapes the gateway of {host} with its metrics-only key, never with an "
+            f"inference key (instance(s) {', '.join(i['name'] for i in instances)}).",
+            f"set api_gateway_metrics_key for {host} (Ansible Vault, openssl rand -hex 32, no inference key): the "
+            "gateway takes it on /metrics only.")]
+    targets = [{"job": JOBS["engine"], "host": host, "instance_name": inst["name"], "scheme": scheme,
+                "target": _hostport(address, inst.get("port")), "key": key} for inst in instances]
     return targets, problems
 
 

@@ -74,14 +74,17 @@ def test_metrics_is_a_prefix_location_with_allow_list_and_key(gateway):
     assert "= /metrics" not in locations
     body = locations["/metrics"]
     assert body.index("allow 10.0.0.0/8;") < body.index("deny all;")
-    assert "if ($volta_key_8001 = 0) {\n            return 401;" in body
+    # The port's key or the metrics-only key (hole 4: Prometheus scraped with an inference key).
+    assert "if ($volta_metrics_8001 = 0) {\n            return 401;" in body
+    assert 'map "$volta_key_8001$volta_metrics_key" $volta_metrics_8001 {\n    default 1;\n    "00" 0;\n}' in gateway
 
 
 def test_health_pins_the_uri_and_is_the_only_location_without_key(gateway):
     locations = blocks(gateway)
     assert locations["= /health"].strip() == "proxy_pass http://volta_8001/health;"
     keyless = [name for name, body in locations.items()
-               if "proxy_pass" in body and "$volta_key_8001 = 0" not in body]  # fmt: skip
+               if "proxy_pass" in body and "$volta_key_8001 = 0" not in body
+               and "$volta_metrics_8001 = 0" not in body]  # fmt: skip
     assert keyless == ["= /health"]
 
 
@@ -176,7 +179,8 @@ def test_a_service_balances_over_the_rotation_files_of_its_replicas():
     assert "keepalive_timeout 0;" in service
     assert "access_log /var/log/nginx/volta-service-8000.access.log;" in service
     # Every location of the service port checks the service port's key, like an instance's.
-    assert service.count("if ($volta_key_8000 = 0) {") == 3
+    assert service.count("if ($volta_key_8000 = 0) {") == 2
+    assert service.count("if ($volta_metrics_8000 = 0) {") == 1
 
 
 def test_the_service_port_takes_the_key_of_its_replicas():

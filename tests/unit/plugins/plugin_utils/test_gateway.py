@@ -217,3 +217,108 @@ def test_every_weak_key_is_named():
 @pytest.mark.parametrize("shapes", [None, {}, "aaaa", {"api_gateway_host_key": None}])
 def test_no_key_shapes_no_finding(shapes):
     assert _gateway.check_key_shapes("h", shapes) == []
+
+
+@pytest.mark.parametrize(
+    ("listen", "scheme", "base"),
+    [
+        ("", "http", "http://127.0.0.1"),
+        ("0.0.0.0", "http", "http://127.0.0.1"),  # noqa: S104 - a listen address under test, nothing binds
+        ("127.0.0.1", "https", "https://127.0.0.1"),
+        # The probes called 127.0.0.1 whatever the listen address: a gateway on one address failed its verify.
+        ("10.0.0.5", "http", "http://10.0.0.5"),
+        ("172.18.0.3", "https", "https://172.18.0.3"),
+        ("fd00::5", "http", "http://[fd00::5]"),
+        ("::", "http", "http://[::1]"),
+        ("::1", "http", "http://[::1]"),
+    ],
+)
+def test_the_probes_call_the_address_nginx_listens_on(listen, scheme, base):
+    assert _gateway.probe_base(listen, scheme) == base
+
+
+def test_the_role_builds_its_probe_urls_from_the_listen_address():
+    from pathlib import Path
+
+    import yaml
+
+    role_vars = yaml.safe_load((Path(__file__).resolve().parents[4] / "roles/api_gateway/vars/main.yml").read_text())
+    assert "127.0.0.1" not in role_vars["__api_gateway_probe_targets"]
+    assert "gateway_probe_base" in role_vars["__api_gateway_probe_base"]
+
+
+@pytest.mark.parametrize("value", ["fe80::1%eth0", "fd00::5%2"])
+def test_a_listen_address_with_a_zone_index_is_refused(value):
+    found = findings(listen_address=value)
+    assert [f["field"] for f in found] == ["api_gateway_listen_address"]
+    assert (f"field api_gateway_listen_address: {value!r} carries a zone index (%{value.partition('%')[2]}), "
+            "which nginx's listen directive does not take") in found[0]["message"]
+    assert "Fix: write the address without the zone" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("where", "type_name", "said"),
+    [
+        ("api_gateway_keys[chat]", "dict", 'is a mapping, not a string (a key goes straight after the name: '
+                                           'api_gateway_keys: {chat: "<key>"}, no nested keys)'),
+        ("api_gateway_keys[chat]", "_AnsibleTaggedList", "is a list, not a string"),
+        ("api_gateway_host_key", "int", "is a number, not a string: YAML read it unquoted"),
+        ("api_gateway_metrics_key", "bool", "is a boolean, not a string"),
+    ],
+)
+def test_a_key_that_is_no_string_is_refused_by_its_type(where, type_name, said):
+    # A mapping was refused as "contains whitespace" (its text), a number crashed preflight.
+    found = findings(key_shapes={where: "??a?? a?"}, key_types={where: type_name})
+    assert [(f["rule"], f["field"]) for f in found] == [("weak-api-key", where)]
+    assert f"the key in {where} {said}" in found[0]["message"]
+    assert "Fix: write it as a quoted string: a key of at least 32" in found[0]["message"]
+    expected = 'api_gateway_keys: {chat: "<key>"}' if where.startswith("api_gateway_keys") else f'{where}: "<key>"'
+    assert f"as {expected}" in found[0]["message"]
+
+
+@pytest.mark.parametrize("type_name", ["str", "EncryptedString", "_AnsibleTaggedStr"])
+def test_a_string_key_is_checked_by_its_shape(type_name):
+    assert findings(key_shapes={"api_gateway_host_key": "a" * 40}, key_types={"api_gateway_host_key": type_name}) == []
+
+
+def test_the_metrics_key_must_be_no_inference_key():
+    found = findings(metrics_reused=["api_gateway_keys[chat]"])
+    assert [(f["rule"], f["field"]) for f in found] == [("weak-api-key", "api_gateway_metrics_key")]
+    assert ("api_gateway_metrics_key is the same key as api_gateway_keys[chat] (the keys are not shown)."
+            in found[0]["message"])
+    assert "Fix: give api_gateway_metrics_key a key of its own" in found[0]["message"]
+
+
+def _read_inputs(**variables):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+    from ansible_collections.volta.serving.plugins.plugin_utils._plan_inputs import expressions
+
+    templar = Templar(loader=DataLoader(), variables=variables)
+    read = expressions("arguments")
+    out = {name: templar.evaluate_expression(trust_as_template(read[name]))
+           for name in ("api_key_instances", "api_host_key", "api_key_sha256")}
+    gateway = templar.evaluate_expression(trust_as_template(read["gateway"]))
+    return {**out, **{name: gateway[name] for name in ("key_shapes", "key_types", "metrics_reused")}}
+
+
+def test_the_key_inputs_read_a_null_key_map_and_a_numeric_host_key():
+    # Both crashed the serving plan's read (dict2items of None, length of an int).
+    read = _read_inputs(api_gateway_keys=None, api_gateway_host_key=12345)
+    assert read["api_key_instances"] == []
+    assert read["api_host_key"] is True
+    assert read["key_shapes"] == {"api_gateway_host_key": "aaaaa"}
+    assert read["key_types"] == {"api_gateway_host_key": "int"}
+    assert list(read["api_key_sha256"]) == ["api_gateway_host_key"]
+
+
+def test_the_key_inputs_name_the_type_of_each_key_and_the_reused_metrics_key():
+    key = "k" * 40
+    read = _read_inputs(api_gateway_keys={"chat": key, "m": {"value": key}, "off": None},
+                        api_gateway_host_key="h" * 40, api_gateway_metrics_key=key)
+    assert read["key_types"] == {"api_gateway_keys[chat]": "str", "api_gateway_keys[m]": "dict",
+                                 "api_gateway_host_key": "str", "api_gateway_metrics_key": "str"}
+    assert read["metrics_reused"] == ["api_gateway_keys[chat]"]
+    assert set(read["api_key_sha256"]) == {"api_gateway_keys[chat]", "api_gateway_keys[m]", "api_gateway_host_key",
+                                           "api_gateway_metrics_key"}
+    assert _read_inputs(api_gateway_host_key=key)["metrics_reused"] == []

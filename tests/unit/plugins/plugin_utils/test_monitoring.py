@@ -29,7 +29,8 @@ def host(**extra):
         "exporters_listen_address": EVERY_ADDRESS,
         "api_gateway_metrics_allow": ["192.0.2.50"],
         "firewall_metrics_cidrs": ["192.0.2.50/32"],
-        "api_gateway_keys": {"chat": KEY},
+        "api_gateway_keys": {"chat": "i" * 40},
+        "api_gateway_metrics_key": KEY,
         "volta_instances": [{"name": "chat", "engine": "vllm", "port": 8001, "gpus": [0]}],
     }
     base.update(extra)
@@ -86,7 +87,9 @@ def test_addresses(extra, exporter, engine):
     [
         ({"api_gateway_listen_address": "127.0.0.1"}, "api_gateway_listen_address", "listens on 127.0.0.1 only"),
         ({"api_gateway_metrics_allow": []}, "api_gateway_metrics_allow", "answers /metrics with 403"),
-        ({"api_gateway_keys": {}}, "api_gateway_keys", "instance chat has no key"),
+        # Hole 4: Prometheus scraped with the instance's inference key; now the host's metrics-only key or nothing.
+        ({"api_gateway_metrics_key": ""}, "api_gateway_metrics_key",
+         "is not set: Prometheus scrapes the gateway of gpu01 with its metrics-only key, never with an inference key"),
     ],
 )
 def test_gateway_problems(extra, variable, text):
@@ -108,8 +111,9 @@ def test_keys_tls_disabled_instances_replicas_and_cluster_workers():
     hv = host(volta_instances=instances, api_gateway_keys={"qwen": "q" * 40}, api_gateway_host_key="h" * 40,
               api_gateway_tls_certificate="-----BEGIN CERTIFICATE-----")
     engines = m.scrape_targets(["gpu01"], {"gpu01": hv})["engines"]
-    assert [(e["instance_name"], e["key"][0], e["scheme"]) for e in engines] == [
-        ("chat", "h", "https"), ("r1", "q", "https"), ("head", "h", "https")]
+    # Every engine is scraped with the metrics-only key, never an instance's or the host's inference key.
+    assert [(e["instance_name"], e["key"], e["scheme"]) for e in engines] == [
+        ("chat", KEY, "https"), ("r1", KEY, "https"), ("head", KEY, "https")]
 
 
 @pytest.mark.parametrize(
@@ -146,7 +150,8 @@ def test_the_example_inventory_says_what_to_change():
     result = m.scrape_targets(["gpu01"], {"gpu01": hv})
     variables = sorted(p["variable"] for p in result["problems"])
     assert variables == ["api_gateway_metrics_allow", "exporters_listen_address"]
-    hv.update(exporters_listen_address=EVERY_ADDRESS, api_gateway_metrics_allow=["192.0.2.50/32"])
+    hv.update(exporters_listen_address=EVERY_ADDRESS, api_gateway_metrics_allow=["192.0.2.50/32"],
+              api_gateway_metrics_key=KEY)
     result = m.scrape_targets(["gpu01"], {"gpu01": hv})
     assert [p["variable"] for p in result["problems"]] == ["firewall_metrics_cidrs"]
     hv.update(firewall_metrics_cidrs=["192.0.2.50/32"])
