@@ -27,6 +27,7 @@ serving_plan action read from that host's variables and facts):
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
@@ -417,3 +418,43 @@ def ray_unit(plan, engines_root, service_home):
     })
     plan["argv"] = ray_argv(program, plan, plan["temp_dir"])
     return plan
+
+
+# The lowest port a Ray port may be: Ray runs as the engine account, which cannot bind below 1024.
+RAY_PORT_MIN = 1024
+
+
+def _ray_port(value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+
+
+def check_ray_ports(value):
+    """The settings registry's check of engine_service_ray_ports (fn(value) -> None | (why, fix)): every key of
+    PORT_FLAGS, each a port from RAY_PORT_MIN to 65535 (they reach ``ray start``'s command line and the
+    firewall), the worker range in order, no port twice."""
+    keys = ", ".join(PORT_FLAGS)
+    fix = (f"set {{var}} to a mapping of every one of {keys} to a port from {RAY_PORT_MIN} to 65535, no two alike "
+           "(a mapping set in the inventory replaces the role's whole default)")
+    if not isinstance(value, dict):
+        return f"{json.dumps(value, default=str)} is not a mapping of Ray's ports", fix
+    unknown = sorted(str(k) for k in value if k not in PORT_FLAGS)
+    missing = [k for k in PORT_FLAGS if k not in value]
+    keys_wrong = ([f"has keys Ray has no port for: {', '.join(unknown)}"] if unknown else []) + (
+        [f"lacks {', '.join(missing)}"] if missing else [])
+    if keys_wrong:
+        return "it " + " and ".join(keys_wrong), fix
+    ports = {k: _ray_port(v) for k, v in value.items()}
+    bad = [f"{k}: {json.dumps(value[k], default=str)}" for k, p in ports.items()
+           if p is None or not RAY_PORT_MIN <= p <= 65535]
+    if bad:
+        return f"{'; '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a port from {RAY_PORT_MIN} to 65535", fix
+    if ports["worker_min"] > ports["worker_max"]:
+        return f"worker_min {ports['worker_min']} is above worker_max {ports['worker_max']}", fix
+    single = [p for k, p in ports.items() if k not in ("worker_min", "worker_max")]
+    twice = sorted({p for p in single if single.count(p) > 1
+                    or ports["worker_min"] <= p <= ports["worker_max"]})
+    if twice:
+        return f"port(s) {twice} are given twice (or inside the worker range)", fix
+    return None

@@ -306,6 +306,8 @@ def ray_token_problem(value):
     if _control(value) or any(c.isspace() for c in value):
         return "the token (not shown) contains whitespace or a control character, which the token file cannot " \
             "hold unchanged", fix
+    if not re.fullmatch(r"[A-Za-z0-9._~+/=-]+", value):
+        return "the token (not shown) contains characters other than A-Z a-z 0-9 . _ ~ + / = -", fix
     if len(value) < RAY_TOKEN_MIN_LENGTH:
         return (f"the token (not shown) is {len(value)} characters long, shorter than {RAY_TOKEN_MIN_LENGTH}: "
                 "whoever reaches Ray's ports runs code on every member with it"), fix

@@ -254,3 +254,22 @@ def test_facts_not_read_on_the_controller_is_not_run_not_an_error():
     report = run("head-a", cluster_members=unread)
     assert [f["rule"] for f in report["findings"] if f["severity"] == "error"] == ["cluster-interface"] * 2
     assert not [line for line in report["skipped"] if "cluster-interface" in line]
+
+
+def test_the_ray_ports_setting_is_checked_before_any_change():
+    from ansible_collections.volta.serving.plugins.plugin_utils._cluster import check_ray_ports
+
+    assert check_ray_ports(dict(PORTS)) is None
+    cases = [
+        ({**PORTS, "gcs": "6379\n--head"}, 'gcs: "6379\\n--head" is not a port from 1024 to 65535'),
+        ({**PORTS, "gcs": 80}, "gcs: 80 is not a port from 1024 to 65535"),
+        ({"gcs": 6379}, "it lacks node_manager, object_manager"),
+        ({**PORTS, "client": 10001}, "it has keys Ray has no port for: client"),
+        ({**PORTS, "worker_min": 30000}, "worker_min 30000 is above worker_max 20199"),
+        ({**PORTS, "node_manager": 6379}, "port(s) [6379] are given twice"),
+        ("6379", '"6379" is not a mapping of Ray\'s ports'),
+    ]
+    for value, why in cases:
+        refused = check_ray_ports(value)
+        assert refused and why in refused[0], (value, refused)
+        assert "{var}" in refused[1]
