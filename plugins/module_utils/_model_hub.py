@@ -166,6 +166,8 @@ def hub_facts(path, endpoint, repo, revision, allow_patterns=(), read=None):
         return file_url(endpoint, repo, revision, name)
 
     try:
+        if not isinstance(endpoint, str) or urllib.parse.urlsplit(endpoint).scheme not in ("http", "https"):
+            raise ValueError(f"model_hf_endpoint {endpoint!r} is not an http(s) URL")
         info = json.loads(read(info_url(endpoint, repo, revision)).decode("utf-8"))
         if not isinstance(info, dict):
             raise ValueError("the hub's model information is not a JSON object")
@@ -203,6 +205,10 @@ def preflight_reads(instances, models, root, endpoint):
     root = root or _model.DEFAULT_ROOT
     endpoint = endpoint or _model.DEFAULT_ENDPOINT
     paths, hub, pending, seen = [], [], [], set()
+    if not isinstance(root, str):
+        # No served path can be built (the settings play refuses model_root); only the plain model paths are read.
+        instances = [i for i in instances if isinstance(i, dict) and i.get("model_source") is None] if isinstance(
+            instances, list) else []
     for inst in instances if isinstance(instances, list) else []:
         if not isinstance(inst, dict):
             continue

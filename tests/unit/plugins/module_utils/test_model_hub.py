@@ -166,3 +166,22 @@ def test_a_token_is_never_sent_over_plain_http_to_another_host(endpoint):
 )  # fmt: skip
 def test_token_transport_problem(endpoint, problem):
     assert _model.token_transport_problem(endpoint) == problem
+
+
+@pytest.mark.parametrize("root", [7, ["/srv/models"], True, {"a": 1}])
+@pytest.mark.parametrize("endpoint", [None, 7, ["https://huggingface.co"], "hf-mirror.example"])
+def test_preflight_reads_never_raise_on_a_root_or_endpoint_of_the_wrong_type(root, endpoint):
+    # Before: model_root: 7 raised TypeError in the filter preflight_model_reads (preflight's model read).
+    models = {"qwen": {"hf": {"repo": REPO, "revision": REVISION, "token": TOKEN}}}
+    instances = [{"name": "chat", "model_source": "qwen"}, {"name": "b", "model": "/srv/models/b"}]
+    assert _model_hub.preflight_reads(instances, models, root, endpoint) == {
+        "paths": ["/srv/models/b"], "hub": [], "pending": []}
+
+
+@pytest.mark.parametrize("endpoint", [7, ["https://huggingface.co"], "hf-mirror.example"])
+def test_a_hub_read_from_an_endpoint_of_the_wrong_type_is_a_fact_not_a_crash(endpoint, tmp_path):
+    entry = {"path": str(tmp_path / "m"), "endpoint": endpoint, "repo": REPO, "revision": REVISION,
+             "allow_patterns": [], "token": TOKEN}  # fmt: skip
+    facts = _model_hub.gather([], [entry], timeout=1)[entry["path"]]
+    assert facts["exists"] is False and "is not an http(s) URL" in facts["hub_error"]
+    assert TOKEN not in facts["hub_error"]
