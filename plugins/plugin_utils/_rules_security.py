@@ -10,6 +10,8 @@ shape's rules are checked by ``_gateway`` and ``_example_keys``; their catalogue
 
 from __future__ import annotations
 
+import difflib
+
 from ansible_collections.volta.serving.plugins.plugin_utils._findings import ERROR, WARNING, finding
 from ansible_collections.volta.serving.plugins.plugin_utils._rules_engine import managed_finding
 from ansible_collections.volta.serving.plugins.plugin_utils._sm70 import flag_values, has_flag, is_loopback
@@ -120,11 +122,22 @@ def _check_has_key(inst, ctx):
                 "no API key is configured for this instance"
                 + (f" (a replica of the service {key}: its key is api_gateway_keys[{key}])." if key != name else "."),
                 "without a key anyone who reaches the public port can use the model.",
-                f"add {key} to api_gateway_keys (in Ansible Vault), set api_gateway_host_key, "
+                _misspelt(key, ctx)
+                + f"add {key} to api_gateway_keys (in Ansible Vault), set api_gateway_host_key, "
                 "or set api_gateway_generate_keys: true.",
             )
         )
     return out
+
+
+def _misspelt(key, ctx):
+    """The fix's first words when api_gateway_keys has an entry whose name is close to *key* (a misspelt
+    instance or service name: its key is never used), else ""."""
+    close = difflib.get_close_matches(key, sorted(map(str, ctx["keyed_instances"])), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return (f"api_gateway_keys has an entry {close[0]!r}, the closest to {key!r}; an entry named after no "
+            f"instance or service of the host is never used: if it is meant for {key}, rename it to {key}. Else ")
 
 
 def _has_key(name, ctx):

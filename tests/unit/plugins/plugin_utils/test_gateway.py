@@ -322,3 +322,17 @@ def test_the_key_inputs_name_the_type_of_each_key_and_the_reused_metrics_key():
     assert set(read["api_key_sha256"]) == {"api_gateway_keys[chat]", "api_gateway_keys[m]", "api_gateway_host_key",
                                            "api_gateway_metrics_key"}
     assert _read_inputs(api_gateway_host_key=key)["metrics_reused"] == []
+
+
+def test_a_key_filed_under_a_misspelt_name_is_named_with_the_closest_instance():
+    from ansible_collections.volta.serving.plugins.plugin_utils._rules_security import check_security
+
+    inst = {"name": "chat", "enabled": True, "extra_args": [], "env": {}}
+    ctx = {"host": "gw-host", "generate_keys": False, "host_key": False, "keyed_instances": {"caht", "embed"}}
+    (found,) = check_security(inst, ctx)
+    assert found["rule"] == "no-api-key"
+    assert ("Fix: api_gateway_keys has an entry 'caht', the closest to 'chat'; an entry named after no instance or "
+            "service of the host is never used: if it is meant for chat, rename it to chat. Else add chat to "
+            "api_gateway_keys") in found["message"]
+    far = check_security(inst, {**ctx, "keyed_instances": {"embed"}})[0]["message"]
+    assert "Fix: add chat to api_gateway_keys (in Ansible Vault)" in far
