@@ -11,9 +11,11 @@ changed."; the order is the order the role has always checked them in.
 from __future__ import annotations
 
 from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
+from ansible_collections.volta.serving.plugins.plugin_utils._settings_kinds import check_port_list, show
 from ansible_collections.volta.serving.plugins.plugin_utils._shapes import jinja_int as as_int
 
 BACKENDS = ("nftables", "ufw")
+FORWARD_POLICIES = ("drop", "accept")
 NETWORK_VARS = ("firewall_ssh_cidrs", "firewall_api_cidrs", "firewall_metrics_cidrs", "firewall_router_cidrs")
 PORT_VARS = ("firewall_ssh_port", "firewall_extra_tcp_ports", "firewall_metrics_tcp_ports")
 # The rollback must not fire while the controller still checks the new ruleset.
@@ -90,3 +92,25 @@ CHECKS = (backend_problem, ssh_problem, networks_problem, ports_problem, timeout
 def settings_problems(settings, host):
     """Every refusal of *settings* (the firewall_* variables by name) for *host*, in check order."""
     return [problem for problem in (check(host, settings) for check in CHECKS) if problem]
+
+
+# --- the settings registry's checkers (settings_checks/firewall.yml: _firewall_settings:check_...) ------------
+def _choice(value, choices, fix):
+    if isinstance(value, str) and value in choices:
+        return None
+    return f"{show(value)} is not one of {', '.join(choices)}", fix
+
+
+def check_backend(value):
+    """firewall_backend: nftables or ufw (it picks the rules, the package and the unit)."""
+    return _choice(value, BACKENDS, "set {var} to nftables (the default) or ufw")
+
+
+def check_forward_policy(value):
+    """firewall_forward_policy: drop or accept (written into the forward chain's policy)."""
+    return _choice(value, FORWARD_POLICIES, "set {var} to drop (the default) or accept")
+
+
+def check_exporter_tcp_ports(value):
+    """firewall_exporter_tcp_ports: null (the serving plan's exporters' ports) or a list of TCP ports."""
+    return None if value is None else check_port_list(value)

@@ -50,12 +50,13 @@ def test_unit_on_loopback_with_kmsg():
         "/opt/volta-exporter/venv/bin/python", "-I", "/opt/volta-exporter/volta_exporter.py",
         "--listen-address", "127.0.0.1", "--port", "9402", "--kernel-log", "/dev/kmsg",
         "--gateway-logs", "/var/log/nginx/volta-*.access.log", "--expected-gpus", "2"]
-    for line in ["User=volta-exporter", "SupplementaryGroups=adm", "AmbientCapabilities=CAP_SYSLOG",
+    for line in ["User=volta-exporter", "Group=volta-exporter", "AmbientCapabilities=CAP_SYSLOG",
                  "CapabilityBoundingSet=CAP_SYSLOG", "ProtectSystem=strict", "DevicePolicy=closed",
                  "DeviceAllow=/dev/nvidiactl rw", "DeviceAllow=/dev/nvidia1 rw", "DeviceAllow=/dev/kmsg r",
                  "IPAddressDeny=any", "IPAddressAllow=localhost", "NoNewPrivileges=true"]:
         assert line in unit, line
-    unwanted = ("ProtectKernelLogs", "ReadWritePaths", "DeviceAllow=/dev/nvidia2")
+    # No group: the gateway's logs are granted by ACL (adm would read auth.log too).
+    unwanted = ("ProtectKernelLogs", "ReadWritePaths", "DeviceAllow=/dev/nvidia2", "SupplementaryGroups")
     assert not any(line.startswith(unwanted) for line in unit)
 
 
@@ -86,3 +87,27 @@ def test_requirements_pin_both_packages_by_version_and_sha256():
         "nvidia-ml-py==13.615.71 --hash=sha256:959bf4adf6fe1308e4bd739e722236b0d1ec8392e2cefad33ff70c311380b9b6",
         "prometheus-client==0.26.0 --hash=sha256:fa93d06737aa02bacd05794768508bb97d2fbee28cb3bca04eaae92f0ca953d6",
     ]
+
+
+# A listen address with a space in it: systemd splits $ARGS of /etc/default/prometheus-node-exporter at
+# whitespace, so the rest becomes a flag of node_exporter's own (here: serve every file of /etc to its
+# textfile collector). The template writes what it is given; the settings play refuses the value before any
+# change (settings_checks/exporters.yml: address; tests/unit/roles/test_bad_input_monitor.py runs it).
+INJECTED = "127.0.0.1 --collector.textfile.directory=/etc --web.listen-address=0.0.0.0"
+
+
+def test_a_space_in_the_listen_address_adds_a_flag_to_node_exporters_command_line():
+    text = render("prometheus-node-exporter.j2", exporters_listen_address=INJECTED)
+    args = next(line for line in text.splitlines() if line.startswith("ARGS="))
+    flags = shlex.split(shlex.split(args.removeprefix("ARGS="))[0])
+    assert flags == ["--web.listen-address=127.0.0.1", "--collector.textfile.directory=/etc",
+                     "--web.listen-address=0.0.0.0:9100"]
+
+
+def test_the_settings_registry_refuses_that_listen_address():
+    from ansible_collections.volta.serving.plugins.plugin_utils._settings import check_variable
+
+    problems = check_variable("gpu1", "exporters_listen_address", INJECTED)
+    assert problems, problems
+    assert problems[0].startswith('gpu1: exporters_listen_address: "127.0.0.1 --collector')
+    assert "Fix: set exporters_listen_address to an address such as 10.0.0.5" in problems[0]
