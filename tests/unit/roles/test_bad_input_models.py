@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Bad input of the model layer: playbooks/site.yml on the controller (volta_preflight_detect=false).
 
-One run, one inventory: each host makes one mistake with its models (volta_models, model_source,
-model_hf_endpoint, a token), one host makes none. Every mistake must stop the run in preflight, before any
+Each host makes one mistake with its models (volta_models, model_source, model_hf_endpoint, a token), one
+host makes none; the hosts refused by the same preflight check share one run (STAGES). Every mistake must stop the run in preflight, before any
 host is changed, with host, variable, why and fix; no token may appear in the output. The good host reads
 its model from a hub on loopback that redirects the files to a second loopback port, as huggingface.co
 redirects to its CDN: the hub must get the token, the second host must not. No network except loopback:
@@ -118,10 +118,14 @@ def hosts(hub):
     }
 
 
-# Preflight runs with any_errors_fatal: a host refused by the shape check stops every host at that task,
-# before the others reach the serving plan's. So two runs, each with the good host: the shape mistakes,
-# then those of the serving plan.
-SHAPE_STAGE = ("modellist", "modelstring", "ccnull")
+# Preflight runs with any_errors_fatal: a host refused by one of its checks stops every host at that task,
+# before the others reach the next check. So one run per check, each with the good host: the shape of the
+# plan's inputs, every setting the host sets (the settings action), then the serving plan's rules.
+STAGES = {
+    "shape": ("modellist", "modelstring", "ccnull"),
+    "settings": ("modelsnull", "notaurl"),
+    "plan": ("plainhttp", "sourcelist", "unknownsource", "branch", "revisionnumber", "patterns", "nosha", "relpath"),
+}
 
 
 EXPECTED = {
@@ -133,16 +137,14 @@ EXPECTED = {
     "modelstring": ["modelstring: volta_models.qwen: expected a source (a mapping with one of hf, url or path), got "
                     "the string 'Qwen/Qwen3-8B'. Fix: write volta_models.qwen as {hf: {repo: ORG/NAME, revision: "
                     "<40-hex commit>}}"],
-    "modelsnull": ["modelsnull: serving_plan: instance chat: model_source 'qwen' is not in volta_models; known: none; "
-                   "fix: add it to volta_models or correct it"],
+    "modelsnull": ["modelsnull: volta_models: is empty (null", "Fix: write volta_models as a mapping"],
     "plainhttp": ["plainhttp: host-wide: field model_hf_endpoint: model_hf_endpoint 'http://hf-mirror.example' is "
                   "plain http to a host other than this machine, and volta_models qwen send a token (hf.token) to it. "
                   "Why: the token goes in an Authorization header with every hub read",
                   "Fix: use the https address of the hub or mirror (https://huggingface.co is the default), or a "
                   "mirror on the host itself (http://127.0.0.1:PORT)"],
-    "notaurl": ["notaurl: host-wide: field model_hf_endpoint: model_hf_endpoint 'hf-mirror.example' is not an "
-                "http(s) URL (volta_models qwen come from the hub).",
-                "Fix: set model_hf_endpoint to https://huggingface.co (the default) or to your mirror's https URL."],
+    "notaurl": ["notaurl: model_hf_endpoint: \"hf-mirror.example\" is not an http:// or https:// URL. Fix: set "
+                "model_hf_endpoint to an http:// or https:// URL"],
     "sourcelist": ["sourcelist: serving_plan: instance chat: model_source ['qwen'] is not a model name; it names one "
                    "entry of volta_models (known: qwen); fix: write model_source: <name>, e.g. model_source: qwen"],
     "unknownsource": ["unknownsource: serving_plan: instance chat: model_source 'qwen3' is not in volta_models; "
@@ -188,14 +190,17 @@ def run_stage(tmp_path_factory, hub, names):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, hub_and_cdn):
-    """(names, rc, output) of each of the two runs."""
-    plan_stage = tuple(name for name in EXPECTED if name not in SHAPE_STAGE)
-    return [(names, *run_stage(tmp_path_factory, hub_and_cdn[0], names)) for names in (SHAPE_STAGE, plan_stage)]
+    """(names, rc, output) of each stage's run."""
+    return [(names, *run_stage(tmp_path_factory, hub_and_cdn[0], names)) for names in STAGES.values()]
 
 
 def output_of(runs, name):
     (rc, out), = [(rc, out) for names, rc, out in runs if name in names]
     return rc, out
+
+
+def test_every_mistake_has_a_stage():
+    assert sorted(n for names in STAGES.values() for n in names) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -207,7 +212,7 @@ def test_each_model_mistake_is_named_in_preflight(runs, name):
         assert text in flat, (name, text, out[-6000:])
 
 
-@pytest.mark.parametrize("stage", [0, 1])
+@pytest.mark.parametrize("stage", range(len(STAGES)))
 def test_every_host_fails_but_the_good_one_and_nothing_changes(runs, stage):
     names, _rc, out = runs[stage]
     recap = dict(re.findall(r"^(\S+)\s+: ok=\d+\s+changed=\d+\s+unreachable=\d+\s+failed=(\d+)", out, re.M))
