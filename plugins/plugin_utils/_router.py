@@ -63,11 +63,14 @@ def _serves_here(inst, host):
 
 
 def host_services(instances, host=None):
-    """served_model_name -> service_port of the enabled instances with a service_port, in inventory order.
+    """served_model_name -> (port, key name) of the instances *host* serves to the router, in inventory order.
 
     The same reading as the serving plan (an instance is enabled unless ``enabled: false``; its
-    served_model_name defaults to its name; a multi-host instance is planned on its head only); the host's own
-    preflight checks the rest of its shape.
+    served_model_name defaults to its name): an instance with a service_port, on that port with the service's
+    key (``api_gateway_keys[<served_model_name>]``); a multi-host (Ray cluster) instance on its head only (the
+    first of cluster.members; the workers have no listener), on its service_port or else its own port, with its
+    own key (``api_gateway_keys[<name>]``, as the head's gateway checks it). The host's own preflight checks
+    the rest of its shape.
     """
     out = {}
     for inst in instances or []:
@@ -75,11 +78,12 @@ def host_services(instances, host=None):
             continue
         if host is not None and not _serves_here(inst, host):
             continue
-        port = inst.get("service_port")
+        clustered = inst.get("cluster") is not None and inst.get("service_port") is None
+        port = inst.get("port") if clustered else inst.get("service_port")
         if not _is_port(port):
             continue
-        name = inst.get("served_model_name") or inst["name"]
-        out.setdefault(str(name), port)
+        name = str(inst.get("served_model_name") or inst["name"])
+        out.setdefault(name, (port, str(inst["name"]) if clustered else name))
     return out
 
 
@@ -286,13 +290,14 @@ def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR
     writes its server lines; a rotation file is named by the host's ``safe_id``, never its raw name. A
     multi-host instance has its head as its one backend. A service's key is None while findings refuse it.
     """
-    findings, members, own_ports = [], {}, set()
+    findings, members, own_ports, key_names = [], {}, set(), {}
     for view in hosts:
         if view["host"] == router_host:
             own_ports = public_ports(view.get("instances"))
-        for service, port in host_services(view.get("instances"), view["host"]).items():
-            source, key = resolve_key(view, service)
+        for service, (port, key_name) in host_services(view.get("instances"), view["host"]).items():
+            source, key = resolve_key(view, key_name)
             members.setdefault(service, []).append((view, port, source, key))
+            key_names.setdefault(service, key_name)
     services = {}
     findings += _shape_finding(router_host, router_ports if router_ports is not None else {})
     router_ports = router_ports if isinstance(router_ports, dict) else {}
@@ -313,7 +318,7 @@ def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR
                 "the router listens on one port per service (by default the hosts' service_port).",
                 f"set router_ports: {{{name}: PORT}} for {router_host}, or give every host the same service_port.",
             ))
-        key_problems = _key_findings(name, [(view, source, key) for view, _port, source, key in entries])
+        key_problems = _key_findings(key_names[name], [(view, source, key) for view, _port, source, key in entries])
         findings += key_problems
         listen = port if _is_port(port) else None
         services[name] = {
@@ -321,7 +326,7 @@ def router_plan(hosts, router_host, router_ports=None, rotation_dir=ROTATION_DIR
             "name": name,
             "port": listen,
             "key": None if key_problems else entries[0][3],
-            "key_field": f"api_gateway_keys[{name}]",
+            "key_field": f"api_gateway_keys[{key_names[name]}]",
             "backends": [
                 {"host": view["host"], "id": safe_id(view["host"]), "address": str(view.get("address")).strip("[]"),
                  "port": backend_port, "rotation_file": rotation_path(listen, safe_id(view["host"]), rotation_dir)}

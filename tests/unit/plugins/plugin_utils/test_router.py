@@ -181,12 +181,21 @@ BIG = {"name": "big", "engine": "vllm", "model": "/srv/models/lab-chat", "served
        "port": 8010, "service_port": 8000, "cluster": {"members": ["mn-head", "mn-worker"], "interface": "eth0"}}
 
 
-def test_a_multi_host_instance_is_served_by_its_head_only():
-    hosts = [view("mn-head", "10.0.0.21", [BIG], keys={"lab-big": KEY}),
-             view("mn-worker", "10.0.0.22", [BIG], keys={"lab-big": KEY})]
+@pytest.mark.parametrize(("instance", "port", "key_name"), [({**BIG, "service_port": None}, 8010, "big"),
+                                                            (BIG, 8000, "lab-big")])
+def test_a_multi_host_instance_is_served_by_its_head_only(instance, port, key_name):
+    """The workers of a Ray cluster have no listener: the head is the one backend, on the instance's own port
+    with its own key (service_port, which preflight refuses on such an instance, is read as before)."""
+    hosts = [view("mn-head", "10.0.0.21", [instance], keys={key_name: KEY}),
+             view("mn-worker", "10.0.0.22", [instance], keys={key_name: KEY}),
+             view("mn-head2", "10.0.0.23", [{**instance, "cluster": {"members": ["mn-head2", "mn-w2"]}}],
+                  keys={key_name: KEY})]
     plan = router_plan(hosts, "router")
     assert plan["findings"] == []
-    assert [b["host"] for b in plan["services"][0]["backends"]] == ["mn-head"]
+    (service,) = plan["services"]
+    assert (service["name"], service["port"], service["key"], service["key_field"]) == (
+        "lab-big", port, KEY, f"api_gateway_keys[{key_name}]")
+    assert [(b["host"], b["port"]) for b in service["backends"]] == [("mn-head", port), ("mn-head2", port)]
 
 
 @pytest.mark.parametrize("name", ["x;server evil.example backup;#", "../x", "gpu b", ".hidden", "a/b"])
