@@ -85,35 +85,32 @@ def check_body_size(host, value):
     ]
 
 
-def check_listen_address(host, value):
-    """api_gateway_listen_address: empty (every address) or one IP address, without a zone index."""
+LISTEN_WHY = "it is pasted into the nginx listen directive of every public port."
+
+
+def listen_problem(value):
+    """(text, fix) when *value* is no api_gateway_listen_address ("" or one IP address, no zone), else None."""
     if value == "":
-        return []
+        return None
     if isinstance(value, str) and "%" in value and not control_characters(value):
-        return [
-            _bad(
-                host,
-                "api_gateway_listen_address",
-                f"{value!r} carries a zone index (%{value.partition('%')[2]}), which nginx's listen directive "
-                "does not take (nginx -t refuses it, after other hosts changed).",
-                "it is pasted into the nginx listen directive of every public port.",
+        return (f"{value!r} carries a zone index (%{value.partition('%')[2]}), which nginx's listen directive "
+                "does not take (nginx -t refuses it, after other hosts changed)",
                 "write the address without the zone (a global or unique-local IPv6 address such as fd00::5, or an "
-                'IPv4 address); a link-local fe80:: address cannot be listened on alone. Or "" for every address.',
-            )
-        ]
+                'IPv4 address); a link-local fe80:: address cannot be listened on alone. Or "" for every address')
     try:
         ipaddress.ip_address(value if isinstance(value, str) else "-")
     except ValueError:
-        return [
-            _bad(
-                host,
-                "api_gateway_listen_address",
-                f"{value!r} is not an IP address.",
-                "it is pasted into the nginx listen directive of every public port.",
-                'write one IPv4 or IPv6 address (no port, no brackets), or "" for every address.',
-            )
-        ]
-    return []
+        return (f"{value!r} is not an IP address",
+                'write one IPv4 or IPv6 address (no port, no brackets), or "" for every address')
+    return None
+
+
+def check_listen_address(host, value):
+    """api_gateway_listen_address: empty (every address) or one IP address, without a zone index."""
+    problem = listen_problem(value)
+    if not problem:
+        return []
+    return [_bad(host, "api_gateway_listen_address", problem[0] + ".", LISTEN_WHY, problem[1] + ".")]
 
 
 def probe_base(listen_address, scheme="http"):
@@ -398,3 +395,83 @@ def check_gateway(host, gateway):
         + check_tls_pair(host, gateway)
         + check_plain_http(host, gateway)
     )
+
+
+# --- the settings registry's checkers (settings_checks/api_gateway.yml): fn(value) -> None | (why, fix) -------
+# A key is never quoted (the settings action scrubs a secret's value from the message too).
+PEM_RE = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]{1,40})-----\r?\n(?:[A-Za-z0-9+/=]{1,76}\r?\n)+"
+                    r"-----END (?P=label)-----\r?\n?")
+PRIVATE_KEY_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _key_text_problem(value, where):
+    """(why, fix) when *value* (a key, never shown) is no usable key; None for a good one."""
+    shape = key_type_shape(type(value).__name__) if not isinstance(value, str) else None
+    if shape is None:
+        text = str(value)
+        shape = "".join("a" if re.fullmatch(r"[A-Za-z0-9._~+/=-]", c) else " " if c.isspace() else "?" for c in text)
+    problem = _key_problem(shape)
+    if problem:
+        return f"the key (not shown) {problem}", _key_fix(where, shape).replace(where, "{var}").rstrip(".")
+    return None
+
+
+def setting_host_key(value):
+    """api_gateway_host_key: "" (none) or a key (a string of 32+ token characters)."""
+    return None if value == "" else _key_text_problem(value, "api_gateway_host_key")
+
+
+def setting_metrics_key(value):
+    """api_gateway_metrics_key: "" (none) or a key (a string of 32+ token characters)."""
+    return None if value == "" else _key_text_problem(value, "api_gateway_metrics_key")
+
+
+def setting_keys(value):
+    """api_gateway_keys: a mapping of instance or service name -> key; each name plain, each key a string key."""
+    if value is None:
+        return ("is empty (null: nothing is written after the colon)",
+                'write {var} as a mapping such as {chat: "<key>"} (in Ansible Vault), or {} for none')
+    if not isinstance(value, dict):
+        return ("is not a mapping of instance name -> key (not shown)",
+                'write {var} as a mapping such as {chat: "<key>"}, one entry per instance or service')
+    for name, key in value.items():
+        if not (isinstance(name, str) and NAME_RE.fullmatch(name)):
+            return (f"the entry {str(name)[:64]!r} is not an instance or service name (letters, digits, . _ -)",
+                    "name each entry of {var} after an instance (its name) or a service (its served_model_name)")
+        problem = None if key in (None, "") else _key_text_problem(key, f"api_gateway_keys[{name}]")
+        if problem:
+            return f"entry {name}: {problem[0]}", problem[1]
+    return None
+
+
+def setting_listen_address(value):
+    """api_gateway_listen_address: "" or one IP address without a zone index (listen_problem)."""
+    problem = listen_problem(value)
+    return (f"{problem[0]}; {LISTEN_WHY[:-1]}", problem[1].replace("write", "set {var} to", 1)) if problem else None
+
+
+def _pem(value, labels, what, secret):
+    fix = f"set {{var}} to the PEM text of the {what} (-----BEGIN ...----- to -----END ...-----), or \"\" for none"
+    if value == "":
+        return None
+    if not isinstance(value, str) and type(value).__name__ != "EncryptedString":
+        return f"is {'a ' + type(value).__name__}, not PEM text", fix
+    blocks = list(PEM_RE.finditer(str(value).strip() + "\n"))
+    whole = "".join(m.group(0) for m in blocks)
+    if not blocks or whole.replace("\r", "").strip() != str(value).replace("\r", "").strip() \
+            or any(m.group("label") not in labels for m in blocks):
+        shown = "" if secret else f" {str(value)[:40]!r}..."
+        return (f"is not PEM text of a {what}{shown} (only BEGIN/END lines around base64 lines), so nginx would "
+                "refuse it or read something else"), fix
+    return None
+
+
+def setting_tls_certificate(value):
+    """api_gateway_tls_certificate (and the CA of prometheus_gateway_ca_certificate): "" or PEM certificates."""
+    return _pem(value, ("CERTIFICATE",), "certificate (chain)", secret=False)
+
+
+def setting_tls_private_key(value):
+    """api_gateway_tls_private_key: "" or one PEM private key (never shown)."""
+    return _pem(value, PRIVATE_KEY_LABELS, "private key", secret=True)
