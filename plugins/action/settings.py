@@ -20,6 +20,8 @@ from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import (
 )
 from ansible_collections.volta.serving.plugins.plugin_utils._settings import check_host, registry
 from ansible_collections.volta.serving.plugins.plugin_utils._settings_kinds import show
+from ansible_collections.volta.serving.plugins.plugin_utils._vault import message as vault_message
+from ansible_collections.volta.serving.plugins.plugin_utils._vault import unreadable_paths
 
 ARGUMENT_SPEC = {"unknown_variables": {"type": "bool", "default": False}}
 
@@ -37,15 +39,16 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         own = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else task_vars
         table = registry()
-        values, problems, warnings = {}, [], []
+        values, problems, warnings, vaulted = {}, [], [], []
         for name in sorted(n for n in own if n in table):
             try:
                 values[name] = self._templar.template(own[name])
             except AnsibleError as exc:
-                problem, warning = self._unrendered(host, name, exc, any(row[3] for row in table[name]))
-                problems.extend([problem] if problem else [])
-                warnings.extend([warning] if warning else [])
-        problems = check_host(host, values) + problems
+                if "vault" in str(exc).lower() or "decrypt" in str(exc).lower():
+                    vaulted.extend(unreadable_paths(name, own[name], self._undecryptable))
+                    continue
+                warnings.append(self._unrendered(host, name, exc, any(row[3] for row in table[name])))
+        problems = check_host(host, values) + ([vault_message(host, sorted(vaulted))] if vaulted else [])
         if args["unknown_variables"]:
             problems_unknown, warnings_unknown = self._unknown(host, own)
             problems.extend(problems_unknown)
@@ -59,22 +62,27 @@ class ActionModule(ActionBase):
             result["msg"] = f"{host}: {len(values)} setting(s) checked, no problem"
         return result
 
+    def _undecryptable(self, value):
+        """True for a Vault-encrypted value that cannot be decrypted (no or a wrong password)."""
+        if type(value).__name__ != "EncryptedString":
+            return False
+        try:
+            self._templar.template(value)
+        except AnsibleError:
+            return True
+        return False
+
     @staticmethod
     def _unrendered(host, name, exc, secret):
-        """(problem, warning) of a variable that cannot be templated here.
+        """The warning of a variable that cannot be templated here (left to the role that reads it).
 
-        A Vault value without its password is a problem. Any other template (a lookup of a file that only
-        exists where the role reads it, a variable of a layer this host does not run) is left to the role
-        that reads it, with a warning: a role reads some settings only when the host needs them.
+        A lookup of a file that only exists where the role reads it, a variable of a layer this host does not
+        run: a role reads some settings only when the host needs them, and renders them then.
         """
         text = str(exc)
-        if "vault" in text.lower() or "decrypt" in text.lower():
-            return (f"{host}: {name}: it holds Ansible Vault-encrypted values that cannot be decrypted (no Vault "
-                    "password, or a wrong one, was given). Fix: rerun with --vault-password-file FILE or "
-                    "--ask-vault-pass."), None
         detail = "" if secret else f" ({show(text.splitlines()[0] if text else type(exc).__name__)})"
-        return None, (f"{host}: {name}: not checked here, its template cannot be rendered on the controller before "
-                      f"the run{detail}; the role that reads it renders it when the host needs it")
+        return (f"{host}: {name}: not checked here, its template cannot be rendered on the controller before "
+                f"the run{detail}; the role that reads it renders it when the host needs it")
 
     def _unknown(self, host, own):
         """The unknown variables of a host preflight does not check (a router or monitoring host only)."""

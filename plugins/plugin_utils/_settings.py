@@ -157,7 +157,8 @@ def _scalar_problem(value, kind, spec, secret):
             isinstance(value, str) and value.lower() in BOOLEAN_TEXT)
         return None if good else (f"{shown} is not a boolean", f"set {{var}} to true or false{hint}")
     if value is None:
-        return "is empty (null: nothing is written after the colon)", f'set {{var}} to a value{hint}, or "" for none'
+        return ("is empty (null: nothing is written after the colon)",
+                f"set {{var}} to a value{hint}, or remove the line to keep the role's default")
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return None
     what = "a boolean" if isinstance(value, bool) else "a list" if isinstance(value, list) else (
