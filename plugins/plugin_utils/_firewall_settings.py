@@ -2,15 +2,19 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The firewall role's settings refusals, checked before anything on the host changes.
 
-Pure Python, no Ansible imports. Served by the ``volta.serving.firewall_settings_problems`` filter
-to volta.serving.firewall's preflight (run by playbooks/settings.yml on the controller and again by
-the role). Each refusal names the host, the variable, why and the fix, and ends with "Nothing was
-changed."; the order is the order the role has always checked them in.
+Pure Python, no Ansible imports (_settings imports Ansible's argument spec validator only for options with
+suboptions; the firewall has none). Served by the ``volta.serving.firewall_settings_problems`` filter to
+volta.serving.firewall's preflight (run by playbooks/settings.yml on the controller and again by the role,
+also where the role runs without the settings play). First the settings registry's refusals of the firewall
+variables, worded as the settings play words them (``HOST: VARIABLE: why. Fix: fix.``), then the role's own,
+which name the host, the variable, why and the fix, and end with "Nothing was changed.", in the order the
+role has always checked them in. ``check_*`` are the registry's checkers (settings_checks/firewall.yml).
 """
 
 from __future__ import annotations
 
 from ansible_collections.volta.serving.plugins.plugin_utils._cidr import split_cidrs
+from ansible_collections.volta.serving.plugins.plugin_utils._settings import check_variable
 from ansible_collections.volta.serving.plugins.plugin_utils._settings_kinds import check_port_list, show
 from ansible_collections.volta.serving.plugins.plugin_utils._shapes import jinja_int as as_int
 
@@ -89,9 +93,17 @@ def timeouts_problem(host, settings):
 CHECKS = (backend_problem, ssh_problem, networks_problem, ports_problem, timeouts_problem)
 
 
+def registry_problems(host, settings):
+    """The settings registry's refusals of *settings*, worded as the settings play words them."""
+    return [problem for name in sorted(settings) for problem in check_variable(host, name, settings[name])]
+
+
 def settings_problems(settings, host):
-    """Every refusal of *settings* (the firewall_* variables by name) for *host*, in check order."""
-    return [problem for problem in (check(host, settings) for check in CHECKS) if problem]
+    """The refusals of *settings* (the firewall_* variables by name) for *host*: the registry's (one per variable,
+    as the settings play words them), else the role's own, in check order (the empty SSH list and the timeouts,
+    which the registry does not see, and the backend, networks and ports again)."""
+    return registry_problems(host, settings) or [problem for problem in (check(host, settings) for check in CHECKS)
+                                                 if problem]
 
 
 # --- the settings registry's checkers (settings_checks/firewall.yml: _firewall_settings:check_...) ------------
@@ -109,6 +121,16 @@ def check_backend(value):
 def check_forward_policy(value):
     """firewall_forward_policy: drop or accept (written into the forward chain's policy)."""
     return _choice(value, FORWARD_POLICIES, "set {var} to drop (the default) or accept")
+
+
+def check_ssh_port(value):
+    """firewall_ssh_port: the port sshd listens on, 1-65535 (the first rule of every ruleset)."""
+    if is_tcp_port(value) and not isinstance(value, (bool, float)):
+        return None
+    digits = str(value).isdigit() and not isinstance(value, (bool, float))
+    what = "is not a TCP port (1-65535)" if digits else "is not a whole number"
+    return (f"{show(value)} {what}: the firewall's first rule lets SSH in on this port, so no rule would match sshd",
+            "set {var} to the port sshd listens on, a whole number from 1 to 65535, e.g. 22")
 
 
 def check_exporter_tcp_ports(value):
