@@ -14,17 +14,25 @@ author:
 description:
   - Before a module first runs, ansible-core zips it with every module_utils file it imports, which costs the
     controller about a tenth of a second of CPU per module (most of it parsing those files), and keeps the zip
-    for the rest of the run only. This callback copies each payload a run built into a store on the controller
-    when the playbook ends, and into the next run's payload cache when it starts, so that run builds only
+    for the rest of the run only. This callback keeps each payload a run built in a store on the controller
+    when the playbook ends, and puts it into the next run's payload cache when it starts, so that run builds only
     the payloads it lacks. It prints nothing and changes no result.
   - It keeps only the payloads of ansible-core's own modules and of this collection's. The store has one
-    directory per digest of ansible-core's version and of the place and content of every module and module_utils
-    file of ansible-core and of this collection, and a run reads only the directory of its own digest, so a
-    changed source, another ansible-core or another copy of either never gets an old payload. Directories of
-    other digests that no run has read for 14 days are removed.
-  - The payloads run on the managed hosts, so the store is used only when it belongs to the controller's user
-    and no other user can write to it (it is made with mode 0700); otherwise the run goes on without it, with
-    a warning. A store that cannot be read or written costs only a warning as well.
+    directory per digest of the store's format, of ansible-core's version and of the place and content of every
+    module and module_utils file of ansible-core and of this collection, and a run reads only the directory of
+    its own digest, so a changed source, another ansible-core or another copy of either never gets an old
+    payload. Directories of other digests that no run has read for 14 days are removed.
+  - ansible-core keeps a payload as a pickle, which runs code when it is read. The store never holds one; each
+    payload is a directory with the module's zip (C(payload.zip)) and a JSON manifest (C(manifest.json)) of the
+    zip's sha256 and size and of two plain fields; the callback writes ansible-core's form of it only into the
+    run's own temporary directory, from data that passed the checks below.
+  - The payloads run as root on the managed hosts, so every directory and file of the store that a run reads
+    (the store itself, its digest's directory, each payload's directory and files) is opened without following
+    symbolic links, through directory descriptors, and must belong to the controller's user, be writable by no
+    other user (the callback makes them with mode 0700 and 0600) and be a plain directory or regular file; each
+    zip must match its manifest. Anything else refuses the whole store for the run, which goes on building its
+    own payloads, with one warning naming the path and the fix (for a payload directory, remove the digest's
+    directory). A store that cannot be read or written costs only a warning as well.
   - In the lab's no-change rerun of C(site.yml) on one host it took the payload builds, about 1.3 seconds of
     the controller's CPU, off every run after the first.
 options:
