@@ -98,15 +98,17 @@ def decode(raw):
     """(fields, zip_bytes) of an entry this run's ansible-core wrote, or None for one of another form."""
     try:
         entry = _RunEntryUnpickler(io.BytesIO(raw)).load()
+        if not isinstance(entry, module_common._CachedModule):
+            return None
+        if type(entry.metadata) is not module_common.ModuleMetadataV1:
+            return None
+        zip_bytes = base64.b64decode(entry.zip_data, validate=True)
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
-        return None
-    if not isinstance(entry, module_common._CachedModule) or type(entry.metadata) is not module_common.ModuleMetadataV1:
         return None
     mapping = entry.source_mapping
     if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
         return None
-    fields = {"serialization_profile": entry.metadata.serialization_profile, "source_mapping": mapping}
-    return fields, base64.b64decode(entry.zip_data, validate=True)
+    return {"serialization_profile": entry.metadata.serialization_profile, "source_mapping": mapping}, zip_bytes
 
 
 class CallbackModule(CallbackBase):

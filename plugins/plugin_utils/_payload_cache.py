@@ -143,6 +143,7 @@ def store(root, key, run_dir, decode, now=None):
 @contextlib.contextmanager
 def _opened_root(root):
     """The store's root, opened (made, mode 0700, when missing) and checked; its descriptor."""
+    root = root.rstrip(os.sep) or os.sep  # "link/" would follow the link even with O_NOFOLLOW
     try:
         os.makedirs(os.path.dirname(os.path.abspath(root)), exist_ok=True)
         os.mkdir(root, mode=0o700)

@@ -168,3 +168,20 @@ def test_a_symlinked_entry_is_refused_and_never_runs(kept_store, tmp_path):
     assert (f"volta.serving.payload_cache: not used, {key_dir / PING} is a symbolic link. "
             f"Fix: remove {key_dir} (the next run builds its payloads again and keeps them).") in _warning(out)
     assert "ping=pong-1" in out
+
+
+def test_an_entry_turns_into_ansible_cores_form_and_back():
+    fields = {"serialization_profile": "legacy", "source_mapping": {"/src/ping.py": "ansible/modules/ping.py"}}
+    raw = payload_cache.encode(fields, b"PK\x03\x04zip")
+    entry = pickle.loads(raw)  # noqa: S301  the bytes encode() just made, as ansible-core reads them
+    assert isinstance(entry, payload_cache.module_common._CachedModule)
+    assert entry.zip_data == b"UEsDBHppcA==" and entry.metadata.serialization_profile == "legacy"
+    assert payload_cache.decode(raw) == (fields, b"PK\x03\x04zip")
+
+
+def test_reading_the_runs_own_entries_loads_no_other_class(tmp_path):
+    marker = tmp_path / "marker"
+    assert payload_cache.decode(pickle.dumps(_Crafted(marker))) is None
+    assert not marker.exists()
+    assert payload_cache.decode(b"not a pickle") is None
+    assert payload_cache.decode(pickle.dumps({"zip_data": b""})) is None

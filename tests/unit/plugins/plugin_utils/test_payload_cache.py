@@ -63,7 +63,7 @@ def kept_store(tmp_path):
 
 def _refused(root, key="k1", run_dir=None):
     with pytest.raises(pc.Refused) as refused:
-        pc.restore(str(root), key, str(run_dir or root.parent / "run-refused"), encode)
+        pc.restore(str(root), key, str(run_dir or os.path.join(os.path.dirname(root), "run-refused")), encode)
     return refused.value
 
 
@@ -186,6 +186,7 @@ def test_a_symlinked_store_is_refused(tmp_path, dangling):
         real.mkdir(mode=0o700)
     root.symlink_to(real)
     assert str(_refused(root)) == f"{root} is a symbolic link"
+    assert str(_refused(f"{root}/")) == f"{root} is a symbolic link"
     with pytest.raises(pc.Refused, match="is a symbolic link"):
         pc.store(str(root), "k1", str(_run_dir(tmp_path / "run", {OURS: b"z"})), decode)
     assert not real.exists() or os.listdir(real) == []
@@ -213,6 +214,7 @@ def _symlinked(path):
     (_group_writable, "", "can be written by other users (mode 0720)"),
     (_group_writable, CORE, "can be written by other users (mode 0720)"),
     (_group_writable, f"{CORE}/payload.zip", "can be written by other users (mode 0620)"),
+    (_symlinked, "", "is a symbolic link"),
     (_symlinked, CORE, "is a symbolic link"),
     (_symlinked, f"{CORE}/payload.zip", "is a symbolic link"),
     (lambda path: path.unlink() or os.mkfifo(path, 0o600), f"{CORE}/payload.zip", "is not a regular file"),
