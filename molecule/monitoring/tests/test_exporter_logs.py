@@ -4,7 +4,7 @@ The account (roles/exporters default exporters_user) is in no supplementary grou
 adm reads (/var/log/auth.log, root:adm 0640 as rsyslog makes it); it may read the gateway's access logs in
 /var/log/nginx (www-data:adm 0640 as nginx makes them), also one made after the role ran, as logrotate's
 "create 0640 www-data adm" makes the new log after a rotation (open with O_CREAT, then fchown and fchmod).
-The logs are made here as the distribution would make them: the scenario has no gateway.
+The log checked is made here as logrotate would make it (the gateway of the scenario makes its own too).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Verify the monitoring chain against real state: the distribution's Prometheus on the monitoring
 host scrapes the volta host's node_exporter and volta-exporter (real nvidia-ml-py on the lab's NVML
-stand-in), and an uncorrectable ECC error written into the stand-in's state fires the alert.
+stand-in) and its engine through the gateway with the metrics-only key (which opens no inference path),
+and an uncorrectable ECC error written into the stand-in's state fires the alert.
 
 Expected values come from the scenario (molecule.yml: host names, groups, gpu_count; prepare.yml:
 the GPU profile of the stand-in's state) and from tests/lab/gpu-sim/profiles.json, not from the roles.
@@ -29,6 +30,32 @@ EXPECTED = SCENARIO["provisioner"]["inventory"]["group_vars"]["volta"]["volta_se
 STATE_TOOL = ["python3", "/opt/volta-lab/tests/lab/nvml-sim/nvml_state.py", "/var/lib/volta-lab/nvml-sim/state",
               "--profile", PROFILE]
 API = "http://127.0.0.1:9090"
+VOLTA_VARS = SCENARIO["provisioner"]["inventory"]["group_vars"]["volta"]
+INSTANCE = VOLTA_VARS["volta_instances"][0]
+KEY = VOLTA_VARS["api_gateway_keys"][INSTANCE["name"]]
+METRICS_KEY = VOLTA_VARS["api_gateway_metrics_key"]
+# Run in a container: one GET described by JSON on stdin (the key never on a command line); prints the status.
+CALL = r"""
+import http.client, json, sys
+spec = json.load(sys.stdin)
+headers = {"Authorization": "Bearer " + spec["key"]} if spec.get("key") else {}
+conn = http.client.HTTPConnection(spec["host"], spec["port"], timeout=10)
+conn.request("GET", spec["path"], headers=headers)
+print(json.dumps({"status": conn.getresponse().status}))
+"""
+# Whether the file argv[1] holds the text on stdin (the key files are compared without printing a key).
+SAME_FILE = r"""
+import sys
+print("same" if open(sys.argv[1]).read().strip() == sys.stdin.read().strip() else "different")
+"""
+PORT_OPEN = r"""
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3).close()
+    print("open")
+except OSError:
+    print("closed")
+"""
 # The wait for a scrape (2s) plus a rule evaluation (2s) with margin.
 WAIT = 40
 ECC_ALERT = "VoltaGpuUncorrectableEcc"
@@ -41,8 +68,8 @@ with urllib.request.urlopen(sys.argv[1], timeout=10) as resp:
 """
 
 
-def docker(*argv, check=True):
-    proc = subprocess.run(["docker", *argv], capture_output=True, text=True, timeout=120, check=False)
+def docker(*argv, check=True, stdin=None):
+    proc = subprocess.run(["docker", *argv], input=stdin, capture_output=True, text=True, timeout=120, check=False)
     if check:
         assert proc.returncode == 0, f"docker {' '.join(argv)}: {proc.stderr}"
     return proc
@@ -117,7 +144,53 @@ def test_exporters_of_the_volta_host_are_up():
     jobs = wait_for("volta-node and volta-gpu targets up", scraped)
     assert jobs["volta-node"]["scrapeUrl"] == f"http://{lab}:9100/metrics"
     assert jobs["volta-gpu"]["scrapeUrl"] == f"http://{lab}:9402/metrics"
-    assert not any(job.startswith("volta-engine") for job in jobs), "no instance: no engine target"
+
+
+def test_the_engine_is_scraped_through_its_gateway_with_the_metrics_only_key():
+    lab = address(V100)
+
+    def scraped():
+        targets = [t for t in api("/api/v1/targets?state=active")["activeTargets"]
+                   if t["labels"].get("host") == V100 and t["labels"]["job"] == "volta-engine"]
+        return targets if targets and all(t["health"] == "up" for t in targets) else None
+
+    (target,) = wait_for("the volta-engine target up", scraped, seconds=90)
+    # The gateway listens on the lab address only (api_gateway_listen_address), where it is scraped.
+    assert target["scrapeUrl"] == f"http://{lab}:{INSTANCE['port']}/metrics"
+    assert target["labels"]["instance_name"] == INSTANCE["name"]
+    # Prometheus holds the metrics-only key, never the instance's (the file is compared inside the container).
+    key_file = f"/etc/prometheus/volta/keys/{V100}-{INSTANCE['name']}.key"
+    same = docker("exec", "-i", PROM, "python3", "-c", SAME_FILE, key_file, check=False, stdin=METRICS_KEY)
+    assert same.stdout.strip() == "same", same.stdout + same.stderr
+    other = docker("exec", "-i", PROM, "python3", "-c", SAME_FILE, key_file, check=False, stdin=KEY)
+    assert other.stdout.strip() == "different", other.stdout + other.stderr
+
+
+@pytest.mark.parametrize(("path", "key", "status"), [
+    ("/metrics", "metrics", 200),
+    ("/metrics/", "metrics", 200),
+    # The metrics key opens no inference path (hole 4: Prometheus sent a full API key over plain HTTP).
+    ("/v1/models", "metrics", 401),
+    ("/v1/chat/completions", "metrics", 401),
+    ("/tokenize", "metrics", 401),
+    ("/metrics/../v1/models", "metrics", 401),
+    # The instance's key still works everywhere.
+    ("/v1/models", "instance", 200),
+    ("/metrics", "instance", 200),
+    ("/metrics", None, 401),
+])  # fmt: skip
+def test_the_metrics_key_reads_metrics_and_nothing_else(path, key, status):
+    # From the monitoring host (in api_gateway_metrics_allow), to the gateway's lab address; the key on stdin.
+    spec = {"host": address(V100), "port": INSTANCE["port"], "path": path,
+            "key": {"metrics": METRICS_KEY, "instance": KEY}.get(key)}
+    out = docker("exec", "-i", PROM, "python3", "-c", CALL, stdin=json.dumps(spec)).stdout
+    assert json.loads(out)["status"] == status, (path, key, out)
+
+
+def test_the_gateway_does_not_answer_on_loopback():
+    # api_gateway_listen_address is the lab address: the role's verify called it there, not on 127.0.0.1.
+    out = docker("exec", V100, "python3", "-c", PORT_OPEN, "127.0.0.1", str(INSTANCE["port"]), check=False).stdout
+    assert out.strip() == "closed", out
 
 
 def test_the_exporter_reports_the_lab_gpus(healthy_gpus):
