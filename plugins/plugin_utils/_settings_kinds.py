@@ -393,5 +393,8 @@ KINDS = {
 KINDS.update({f"{name}_or_empty": _or_empty(KINDS[name])
               for name in ("address", "cidr", "abs_path", "account", "word", "url", "version_pin", "sha256",
                            "nginx_size", "command", "url_or_abs_path", "rel_path")})
-# Kinds whose entries must say why (the value is never checked, or checked only for one line of text).
-NEEDS_WHY = ("none", "free_text")
+# Kinds whose entries must say why: the value is never checked (none), or only for one line of text, because
+# where it goes it is quoted or passed as one argument and its ; { } # or quotes are data (free_text, argv).
+NEEDS_WHY = ("none", "free_text", "argv")
+# The kinds that take ; { } # and quotes (their entries say why); each still refuses control characters.
+QUOTED = ("free_text", "argv")

@@ -49,9 +49,9 @@ def serving_hosts():
 
 
 SERVING = {
-    "sshport": 'sshport: firewall_ssh_port: "ssh" is not a whole number. Fix: set firewall_ssh_port to a whole number '
-               "(the port sshd listens on), e.g. 22.",
-    "sshfloat": "sshfloat: firewall_ssh_port: 22.5 is not a whole number.",
+    # The firewall's own check (settings_checks/firewall.yml) says why and fix; its type is the action's.
+    "sshport": 'sshport: firewall_ssh_port: "ssh" is not a whole number',
+    "sshfloat": "sshfloat: firewall_ssh_port: 22.5 is not a whole number",
     "../x": '../x: inventory host name: "../x" is not a safe host name',
     "newline": 'newline: engine_cache_dir: "/var/cache/volta\\nExecStartPre=+/bin/sh -c id" contains the control '
                "character(s) '\\n', so it would end the line it is written on and start a new one. Fix: set "

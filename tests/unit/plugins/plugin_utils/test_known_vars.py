@@ -25,7 +25,10 @@ def test_the_known_variables_are_every_option_of_every_argument_spec():
 @pytest.mark.parametrize(
     ("name", "suggested"),
     [("firewall_api_cidr", "firewall_api_cidrs"), ("engine_vllm_verison", "engine_vllm_version"),
-     ("nvidia_driver_versoin", "nvidia_driver_version"), ("api_gateway_key", "api_gateway_keys")],
+     ("nvidia_driver_versoin", "nvidia_driver_version"), ("api_gateway_key", "api_gateway_keys"),
+     # The exporters', Prometheus's and the router's variables (issue 52: these passed silently).
+     ("exporters_listen_adress", "exporters_listen_address"), ("prometheus_retention_tme", "prometheus_retention_time"),
+     ("router_port", "router_ports")],
 )
 def test_an_unknown_variable_is_an_error_with_the_closest_known_name(name, suggested):
     [hit] = _known_vars.unknown_variables("h1", [name, "firewall_ssh_cidrs", "__preflight_x", "ansible_port"])
@@ -92,3 +95,10 @@ def test_a_renamed_variable_is_refused_with_its_new_name(monkeypatch):
     assert [f["rule"] for f in found] == ["unknown-variable"]
     assert "engine_fixups_old_name was renamed engine_new_name" in found[0]["message"]
     assert "Rename engine_fixups_old_name to engine_new_name" in found[0]["message"]
+
+
+def test_every_role_prefix_is_ours():
+    """Each public role's variables are checked: a role whose prefix is not in PREFIXES lets its typos pass."""
+    roles = sorted(p.name for p in (REPO / "roles").iterdir() if not p.name.startswith("_"))
+    for role in roles:
+        assert _known_vars.ours(f"{role}_anything"), role
