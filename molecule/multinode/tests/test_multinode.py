@@ -17,7 +17,7 @@ import yaml
 
 TOP = Path(__file__).resolve().parents[3]
 SCENARIO = yaml.safe_load((Path(__file__).resolve().parents[1] / "molecule.yml").read_text())
-ALL = SCENARIO["provisioner"]["inventory"]["group_vars"]["all"]
+ALL = SCENARIO["provisioner"]["inventory"]["group_vars"]["volta"]
 INSTANCE = ALL["volta_instances"][0]
 HEAD, WORKER = INSTANCE["cluster"]["members"]
 KEY = ALL["api_gateway_keys"][INSTANCE["name"]]
@@ -104,6 +104,21 @@ def test_the_token_is_the_engine_accounts_alone_and_in_no_argv():
 def test_the_head_serves_through_its_gateway_with_the_key():
     assert completion() == "200"
     assert completion(key="") == "401"
+
+
+ROUTER = "mn-router"
+
+
+@pytest.mark.parametrize(("key", "status"), [(KEY, "200"), ("", "401")])
+def test_the_router_serves_the_instance_from_its_head_alone(key, status):
+    """The fleet router's one backend of the instance is the head (the worker has no listener), on the
+    instance's port with its key; the router listens on its lab address."""
+    rotation = docker(ROUTER, "ls", "/etc/nginx/volta-router/rotation").stdout.split()
+    assert rotation == [f"{INSTANCE['port']}-{HEAD}.conf"]
+    conf = docker(ROUTER, "cat", "/etc/nginx/conf.d/volta-router.conf").stdout
+    assert f"listen {address(ROUTER)}:{INSTANCE['port']};" in conf
+    script = COMPLETION % (INSTANCE["served_model_name"], address(ROUTER), INSTANCE["port"])
+    assert docker(ROUTER, "python3", "-c", script, stdin=key).stdout.strip() == status
 
 
 def test_the_instance_placed_ray_actors_on_both_members():

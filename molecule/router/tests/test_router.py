@@ -105,8 +105,13 @@ def completion():
             "body": {"model": MODEL, "prompt": "ping", "max_tokens": 8}}
 
 
-def spec(requests, host="127.0.0.1", port=PORT, **extra):
-    return {"host": host, "port": port, "requests": requests, **extra}
+def lab_address(name):
+    return docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", name).stdout.split()[0]
+
+
+def spec(requests, host=None, port=PORT, **extra):
+    """The router listens on its lab address (router_listen_address), not on loopback: requests go there."""
+    return {"host": host or lab_address(ROUTER), "port": port, "requests": requests, **extra}
 
 
 def send(requests, on=ROUTER, **extra):
@@ -138,9 +143,16 @@ def test_the_real_openai_client_through_the_router():
     sys.path.insert(0, str(TOP / "bench"))
     import loadgen  # bench/ is not a package: imported where its client is needed
 
-    address = docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
-                     ROUTER).stdout.split()[0]
-    assert loadgen.client_checks(f"http://{address}:{PORT}/v1", KEY, MODEL) == []
+    assert loadgen.client_checks(f"http://{lab_address(ROUTER)}:{PORT}/v1", KEY, MODEL) == []
+
+
+def test_the_router_listens_on_its_lab_address_only():
+    """router_listen_address is the lab address: nothing answers on loopback (the role's verify, which passed in
+    converge, probed the lab address)."""
+    (loopback,) = send([{"path": "/health", "timeout": 3}], host="127.0.0.1")
+    assert loopback["status"] is None and "refused" in loopback.get("error", ""), loopback
+    conf = docker("exec", ROUTER, "cat", "/etc/nginx/conf.d/volta-router.conf").stdout
+    assert f"listen {lab_address(ROUTER)}:{PORT};" in conf
 
 
 @pytest.mark.parametrize("key", [KEY[:-1] + "x", None], ids=["wrong-key", "no-key"])
