@@ -100,7 +100,7 @@ def decode(raw):
         entry = _RunEntryUnpickler(io.BytesIO(raw)).load()
         if not isinstance(entry, module_common._CachedModule):
             return None
-        if type(entry.metadata) is not module_common.ModuleMetadataV1:
+        if not isinstance(entry.metadata, module_common.ModuleMetadataV1):
             return None
         zip_bytes = base64.b64decode(entry.zip_data, validate=True)
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):

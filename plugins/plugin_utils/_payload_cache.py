@@ -266,7 +266,8 @@ def _manifest(raw, name, path, fix):
         raise Refused(path, f"is not JSON ({error})", fix) from error
     mapping = manifest.get("source_mapping") if isinstance(manifest, dict) else None
     valid = (isinstance(manifest, dict) and manifest.get("format") == FORMAT and manifest.get("entry") == name
-             and isinstance(manifest.get("zip_sha256"), str) and type(manifest.get("zip_size")) is int
+             and isinstance(manifest.get("zip_sha256"), str) and isinstance(manifest.get("zip_size"), int)
+             and not isinstance(manifest.get("zip_size"), bool)
              and isinstance(manifest.get("serialization_profile"), str) and isinstance(mapping, dict)
              and all(isinstance(v, str) for v in mapping.values()))
     if not valid:

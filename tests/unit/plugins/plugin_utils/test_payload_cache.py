@@ -33,7 +33,7 @@ def encode(fields, data):
 def decode(raw):
     if raw.startswith(b"skip"):
         return None
-    head, _, data = raw.partition(b"\n")
+    head, data = raw.split(b"\n", 1)
     return json.loads(head), data
 
 
