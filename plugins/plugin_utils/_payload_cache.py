@@ -225,7 +225,10 @@ def _read_entries(key_fd, key_path):
     entries = {}
     for name in sorted(os.listdir(key_fd)):
         path = os.path.join(key_path, name)
-        info = os.stat(name, dir_fd=key_fd, follow_symlinks=False)
+        try:
+            info = os.stat(name, dir_fd=key_fd, follow_symlinks=False)
+        except FileNotFoundError:  # another run's partial entry, renamed into place since the listing
+            continue
         _check(info, path, fix, stat.S_ISDIR, "a directory")
         if name.startswith(PARTIAL_PREFIX):
             continue

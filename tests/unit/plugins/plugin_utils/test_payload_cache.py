@@ -156,10 +156,19 @@ def test_an_entry_the_decoder_does_not_know_or_a_linked_run_entry_is_not_kept(tm
     assert pc.store(str(tmp_path / "store"), "k1", str(run), decode) == [OURS]
 
 
-def test_a_partial_entry_of_another_run_is_left_alone(kept_store, tmp_path):
+def test_a_partial_entry_of_another_run_is_left_alone(kept_store, tmp_path, monkeypatch):
     root, key_dir = kept_store
     (key_dir / ".part-0123").mkdir(mode=0o700)
     assert pc.restore(str(root), "k1", str(tmp_path / "run"), encode) == [CORE, OURS]
+    # one renamed into place between the listing and its check is left for the next run
+    listdir, calls = os.listdir, []
+
+    def listed_with_a_gone_partial(fd):  # the first listing is the key's directory
+        calls.append(fd)
+        return listdir(fd) + ([".part-gone"] if len(calls) == 1 else [])
+
+    monkeypatch.setattr(pc.os, "listdir", listed_with_a_gone_partial)
+    assert pc.restore(str(root), "k1", str(tmp_path / "run2"), encode) == [CORE, OURS]
 
 
 def test_a_store_others_can_write_is_refused(tmp_path):
@@ -290,3 +299,15 @@ def test_a_restore_marks_its_key_as_used(kept_store, tmp_path):
     os.utime(key_dir, (1, 1))
     pc.restore(str(root), "k1", str(tmp_path / "run"), encode)
     assert key_dir.stat().st_mtime > 1_000_000_000
+
+
+def test_an_entry_another_run_kept_first_is_left_as_it_is(kept_store, tmp_path):
+    _root, key_dir = kept_store
+    run = _run_dir(tmp_path / "run", {CORE: b"built by a run that ended later"})
+    key_fd = os.open(key_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert pc._keep_entry(key_fd, CORE, str(run / CORE), decode) is False
+    finally:
+        os.close(key_fd)
+    assert sorted(os.listdir(key_dir)) == [CORE, OURS]  # no partial entry left behind
+    assert (key_dir / CORE / "payload.zip").read_bytes() == b"core-zip"
