@@ -67,7 +67,10 @@ def ports(serving_plan, host, volta_hosts, ssh_port, extra=(), metrics=(), expor
     plan's. The router's service ports are opened only on a host of group volta (*volta_hosts*).
     """
     plan = (serving_plan or {}).get("plan") or {"gateway_ports": [], "instances": []}
-    services = plan.get("services") or [] if host in (volta_hosts or []) else []
+    in_volta = host in (volta_hosts or [])
+    services = plan.get("services") or [] if in_volta else []
+    # An instance this host heads over several hosts: the router routes it by its head, on its own port.
+    headed = [inst["public_port"] for inst in plan.get("instances") or [] if inst.get("cluster")] if in_volta else []
     if exporter is None:
         exporter = exporter_ports((plan.get("shared") or {}).get("exporters"))
     # A fleet router on this host (the plan's shared.router_ports) serves the same clients as the gateway.
@@ -77,8 +80,8 @@ def ports(serving_plan, host, volta_hosts, ssh_port, extra=(), metrics=(), expor
         # Every planned instance's backend port, enabled or not: none is ever reachable from outside.
         "engine": _ints(instance["backend_port"] for instance in plan.get("instances") or []),
         "extra": _ints(extra),
-        # The service ports of a host of group volta: the fleet router's.
-        "router": _ints(service["port"] for service in services),
+        # The service ports of a host of group volta and the ports of the instances it heads: the fleet router's.
+        "router": _ints([service["port"] for service in services] + headed),
         "metrics": _ints(list(metrics or []) + list(exporter)),
         "ssh": int(ssh_port),
         "ray": plan.get("ray"),

@@ -279,3 +279,12 @@ def test_a_router_on_a_volta_host_has_its_ports_opened_to_the_api_clients():
     assert router_listen_ports(groups, hostvars, "gpu-b") == []
     plan = {"plan": {"gateway_ports": [8000, 8001], "instances": [], "shared": {"router_ports": [9000]}}}
     assert ports(plan, "gpu-a", groups["volta"], 22)["gateway"] == [8000, 8001, 9000]
+
+
+def test_the_head_of_a_multi_host_instance_opens_its_port_to_the_router():
+    from ansible_collections.volta.serving.plugins.plugin_utils._firewall_plan import ports
+
+    head = {"public_port": 8010, "backend_port": 18010, "cluster": {"role": "head", "members": ["mn-head", "mn-w"]}}
+    plan = {"plan": {"gateway_ports": [8010], "instances": [head]}}
+    assert ports(plan, "mn-head", ["mn-head", "mn-w"], 22)["router"] == [8010]
+    assert ports(plan, "mn-head", [], 22)["router"] == []
