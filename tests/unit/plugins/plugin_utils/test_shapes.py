@@ -173,9 +173,11 @@ def test_a_token_inside_volta_models_is_never_shown():
 # raise (before: volta_models as a list or a model_source that is a list raised TypeError).
 
 
-def first_inputs_refusal(server=SERVER, instances=(INSTANCE,), models=None):
+def first_inputs_refusal(server=None, instances=(INSTANCE,), models=None):
     """The refusals of the first check that refuses (host-prefixed lines), or [] when every check passes."""
     from ansible_collections.volta.serving.plugins.module_utils._model import ModelError, resolve_instances
+
+    server = SERVER if server is None else server
 
     variables = {"volta_server": server, "volta_instances": list(instances) if isinstance(instances, tuple)
                  else instances, "api_gateway_keys": {"chat": "k" * 40}, "volta_models": models}  # fmt: skip
