@@ -33,7 +33,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         task_vars = task_vars or {}
         host = task_vars["inventory_hostname"]
         hostvars = task_vars.get("hostvars") or {}

@@ -20,8 +20,8 @@ description:
     or the extra variables, renders it and checks its type against the role's argument spec, then its value
     with the registry's check (an address, a network, a port, an nginx size, a path, a name, a URL, ...).
     The roles' defaults are not checked (they are the collection's own).
-  - Returns every problem of the host, each as C(HOST: VARIABLE: why. Fix: fix.); a secret's value
-    (C(no_log) in the argument spec, the key maps) is never shown.
+  - "Returns every problem of the host, each as C(HOST: VARIABLE: why. Fix: fix.); a secret's value
+    (C(no_log) in the argument spec, the key maps) is never shown."
   - Runs on the controller only and never connects to the host. The settings play (C(playbooks/settings.yml))
     runs it first on every host that any play of the collection touches.
 version_added: 0.1.0
@@ -67,7 +67,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 problems:
-  description: Every problem of the host, C(HOST: VARIABLE: why. Fix: fix.); empty when there is none.
+  description: "Every problem of the host, C(HOST: VARIABLE: why. Fix: fix.); empty when there is none."
   returned: always
   type: list
   elements: str

@@ -52,7 +52,7 @@ def resolve(check):
     """The checker a registry entry names: a kind, or ``_module:function`` of plugins/plugin_utils."""
     if check in KINDS:
         return KINDS[check]
-    module, _, function = str(check).partition(":")
+    module, function = [*str(check).split(":", 1), ""][:2]
     if not (module.startswith("_") and WORD_RE.fullmatch(module.lstrip("_")) and function.isidentifier()):
         raise RegistryError(f"{check!r} is neither a kind of _settings_kinds.KINDS nor _module:function")
     try:

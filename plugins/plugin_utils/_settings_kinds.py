@@ -119,7 +119,7 @@ def check_cidr_value(value):
     problem = _text_problem(value, "a network", fix)
     if problem:
         return problem
-    _, refused = check_cidr(value)
+    refused = check_cidr(value)[1]
     if not refused:
         return None
     if "host bits" in refused["why"]:

@@ -170,7 +170,7 @@ def test_the_settings_play_stops_every_host_listing_each(others):
     assert rc != 0
     assert "4 host(s) have incomplete settings, nothing was changed on any host" in text, out[-3000:]
     summary = text[text.index("4 host(s) have incomplete settings"):]
-    assert "good:" not in summary.split("Origin:")[0]
+    assert "good:" not in summary.split("Origin:", maxsplit=1)[0]
     for text_ in ("PLAY [Driver and CUDA toolkit]", "PLAY [Fleet router]", "PLAY [Monitoring]", "Traceback"):
         assert text_ not in out, text_
 
