@@ -354,6 +354,7 @@ class ActionModule(ActionBase):
             "sha256": {k: values[f"sha256:{k}"] for k in sha256_vars},
             "models": args.get("models") or {},
             "hf_endpoint": values["hf_endpoint"],
+            "lab": bool(args.get("lab")),
         }
 
     @staticmethod

@@ -16,11 +16,11 @@ def _logic():
     return _model
 
 
-def model_plan(instances, models, root, names=None, allow_branch=False, endpoint=None):
+def model_plan(instances, models, root, names=None, allow_branch=False, endpoint=None, lab=False):
     """The models to fetch for these instances (or *names*), each with its directory and served path."""
     logic = _logic()
     try:
-        return logic.model_plan(instances, models, root, names, allow_branch, endpoint)
+        return logic.model_plan(instances, models, root, names, allow_branch, endpoint, lab)
     except logic.ModelError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

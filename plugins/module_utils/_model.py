@@ -407,18 +407,19 @@ def public_source(source):
     return source
 
 
-def model_plan(instances, models, root, names=None, allow_branch=False, endpoint=None):
+def model_plan(instances, models, root, names=None, allow_branch=False, endpoint=None, lab=False):
     """What the role fetches: [{name, kind, source (no token), token (bool), dir, path}] in order.
 
     With *endpoint* (model_hf_endpoint), a model with a token is refused when the token would go to it over
-    plain http (token_transport_problem): the model layer's client sends it with every request.
+    plain http (token_transport_problem): the model layer's client sends it with every request. *lab*
+    (volta_lab): the lab's stand-in hub serves plain http to its stand-in token, which is allowed there.
     """
     out = []
     for name in needed_models(instances, models, names):
         src = check_source(name, models[name], allow_branch)
         hf = models[name].get("hf") if isinstance(models[name], dict) else None
         problem = token_transport_problem(endpoint) if endpoint is not None and isinstance(hf, dict) else None
-        if problem and (hf.get("token") or problem == "is not an http(s) URL"):
+        if problem and ((hf.get("token") and not lab) or problem == "is not an http(s) URL"):
             _fail(name, f"model_hf_endpoint {endpoint!r} {problem}",
                   "the client reads the hub there and sends the model's token (hf.token) in an Authorization "
                   "header with every request; over plain http anyone on the network path reads it",

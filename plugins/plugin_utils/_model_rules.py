@@ -343,8 +343,10 @@ def _hub_models(models):
     return sorted(hf, key=str), sorted((name for name, given in hf.items() if given.get("token")), key=str)
 
 
-def hf_endpoint(host, models, endpoint):
+def hf_endpoint(host, models, endpoint, lab=False):
     """model_hf_endpoint: an http(s) URL where a model comes from the hub; https where one has a token.
+
+    *lab* (volta_lab): the lab's stand-in hub serves plain http to its stand-in token, which is allowed there.
 
     Preflight's hub reads run before this rule, so their reader refuses to send a token over plain http
     itself (_model_hub.urllib_reader); this rule turns the same refusal into an error that stops the run
@@ -352,7 +354,7 @@ def hf_endpoint(host, models, endpoint):
     """
     names, with_token = _hub_models(models)
     problem = token_transport_problem(endpoint) if names else None
-    if problem is None or (problem != "is not an http(s) URL" and not with_token):
+    if problem is None or (problem != "is not an http(s) URL" and (lab or not with_token)):
         return []
     shown = f"model_hf_endpoint {str(endpoint)!r} {problem}"
     if problem == "is not an http(s) URL":

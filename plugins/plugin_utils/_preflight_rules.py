@@ -182,12 +182,13 @@ def preflight_findings(host, preflight, instances, gateway):
 
     Keys: ``variables`` (the host's variable names), ``driver_version``, ``driver_branch``,
     ``engine_pins`` (variable -> version), ``releases`` (variable -> {project, index, versions, error}),
-    ``sha256`` (variable -> value), ``models`` (volta_models), ``hf_endpoint`` (model_hf_endpoint).
+    ``sha256`` (variable -> value), ``models`` (volta_models), ``hf_endpoint`` (model_hf_endpoint), ``lab``
+    (volta_lab).
     """
     return (unknown_variables(host, preflight.get("variables") or ())
             + driver_version(host, preflight.get("driver_version"), preflight.get("driver_branch"))
             + engine_versions(host, preflight.get("engine_pins") or {}, preflight.get("releases") or {})
             + sha256_pins(host, preflight.get("sha256") or {})
             + model_pins(host, preflight.get("models"))
-            + hf_endpoint(host, preflight.get("models"), preflight.get("hf_endpoint"))
+            + hf_endpoint(host, preflight.get("models"), preflight.get("hf_endpoint"), bool(preflight.get("lab")))
             + api_cidrs(host, instances, gateway))

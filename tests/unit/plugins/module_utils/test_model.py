@@ -115,6 +115,9 @@ def test_model_plan_refuses_a_token_over_plain_http_without_showing_it():
                             endpoint="http://mirror.example")) == 2
     with pytest.raises(m.ModelError, match=r"model_hf_endpoint 'mirror\.example' is not an http"):
         m.model_plan([{"model_source": "qwen"}], public, ROOT, endpoint="mirror.example")
+    # The lab (volta_lab: true): its stand-in hub serves plain http to its stand-in token.
+    assert len(m.model_plan([{"model_source": "qwen"}], MODELS, ROOT, endpoint="http://volta-lab-hub:8090",
+                            lab=True)) == 1
 
 
 @pytest.mark.parametrize(

@@ -180,6 +180,13 @@ def test_hf_endpoint_plain_http_with_a_token_is_refused_without_showing_it():
     assert HF_TOKEN not in hit["message"]
 
 
+def test_hf_endpoint_plain_http_with_a_token_is_allowed_in_the_lab_only():
+    # The lab's stand-in hub (http://volta-lab-hub:8090) and its stand-in token: volta_lab: true.
+    assert hf_endpoint("h1", hub_models(), "http://volta-lab-hub:8090", lab=True) == []
+    assert len(hf_endpoint("h1", hub_models(), "http://volta-lab-hub:8090")) == 1
+    assert len(hf_endpoint("h1", hub_models(), "volta-lab-hub", lab=True)) == 1
+
+
 def test_hf_endpoint_that_is_no_url_is_refused_when_a_model_comes_from_the_hub():
     (hit,) = hf_endpoint("h1", hub_models(token=None), "mirror.example")
     assert hit["message"].startswith(
