@@ -23,6 +23,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
+from ansible_collections.volta.serving.plugins.filter.router import router_listen_ports
 from ansible_collections.volta.serving.plugins.module_utils._model import (
     ModelError,
     resolve_instances,
@@ -104,9 +105,6 @@ VAR_DEFAULTS = {
                                                   "node_exporter_enabled")) + "}"),
         ("service_account", "{" + ", ".join(f"{key!r}: ({role_default('engine_service', 'engine_service_' + key)})"
                                             for key in ("user", "group", "home")) + "}"),
-        # The ports the fleet router listens on when this host runs it too (group volta_router; else []): the
-        # firewall opens them to the API clients' networks (role router's plan, plugins/plugin_utils/_router.py).
-        ("router_ports", "groups | volta.serving.router_listen_ports(hostvars, inventory_hostname)"),
     )) + "}",
 }
 
@@ -262,6 +260,12 @@ class ActionModule(ActionBase):
         merged.update((name, value) for name, value in read.items() if value is not None)
         if "cluster_members" not in merged:
             merged["cluster_members"] = self._cluster_members(task_vars, merged.get("instances") or [])
+        if isinstance(merged.get("shared"), dict) and "router_ports" not in merged["shared"]:
+            # The ports the fleet router listens on when this host runs it too (group volta_router; else []): the
+            # firewall opens them to the API clients' networks. The router's plan reads every host of group volta.
+            ports = router_listen_ports(task_vars.get("groups") or {}, task_vars.get("hostvars") or {},
+                                        task_vars.get("inventory_hostname", ""))
+            merged["shared"] = {**merged["shared"], "router_ports": ports}
         validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(merged)
         if validation.error_messages:
             raise AnsibleActionFail("serving_plan: " + "; ".join(validation.error_messages))
