@@ -98,7 +98,7 @@ class _Normalizer:
         if value is None:
             return None
         if not valid(value):
-            self.invalid(field, f"{field} {value!r} is not valid.", allowed_text)
+            self.invalid(field, f"{field} {shown(value)} is not valid.", allowed_text)
             return None
         return value
 
@@ -110,7 +110,7 @@ class _Normalizer:
             self.bad(
                 "unknown-value",
                 field,
-                f"{field} {value!r} is not known.",
+                f"{field} {shown(value)} is not known.",
                 "each value selects rules and flags; an unknown one cannot be checked.",
                 f"use one of: {', '.join(choices)}.",
             )
@@ -155,7 +155,7 @@ class _Normalizer:
         name = self.raw.get("name")
         if name not in (None, "") and not (isinstance(name, str) and _NAME_RE.fullmatch(name)):
             self.invalid(
-                "name", f"name {name!r} cannot be part of a systemd unit name.", "letters, digits, '-', '_', '.'"
+                "name", f"name {shown(name)} cannot be part of a systemd unit name.", "letters, digits, '-', '_', '.'"
             )
             name = None
         inst["name"] = name or None
@@ -201,7 +201,7 @@ class _Normalizer:
             else:
                 self.invalid(
                     "gpus",
-                    f"gpus {gpus!r} is not a list of GPU indexes (whole numbers from 0).",
+                    f"gpus {shown(gpus)} is not a list of GPU indexes (whole numbers from 0).",
                     "a list such as [0, 1]",
                 )
         positive = "a positive integer"
@@ -231,7 +231,7 @@ class _Normalizer:
         if backend is None and inst["port"] is not None:
             backend = inst["port"] + BACKEND_PORT_OFFSET
         if backend is not None and not is_int(backend):
-            self.invalid("backend_port", f"backend_port {backend!r} is not a port number.", "a port number")
+            self.invalid("backend_port", f"backend_port {shown(backend)} is not a port number.", "a port number")
             backend = None
         inst["backend_port"] = backend
         inst["service_port"] = self.pick("service_port", is_int, "a port number")
@@ -251,22 +251,31 @@ class _Normalizer:
         if isinstance(extra, list) and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in extra):
             inst["extra_args"] = self._resolved([str(a) for a in extra])
         else:
-            self.invalid("extra_args", f"extra_args {extra!r} is not a list of strings.", "a list")
+            self.invalid("extra_args", f"extra_args {shown(extra)} is not a list of strings.", "a list")
         env = self.raw.get("env", {})
         inst["env"] = None
         if isinstance(env, dict) and all(isinstance(k, str) and k for k in env):
             inst["env"] = {k: _env_value(v) for k, v in env.items()}
         else:
-            self.invalid("env", f"env {env!r} is not a mapping of names to values.", "a mapping")
+            self.invalid("env", f"env {shown(env)} is not a mapping of names to values.", "a mapping")
         allow = self.raw.get("allow", [])
         inst["allow"] = allow if isinstance(allow, list) else None
         if inst["allow"] is None:
-            self.invalid("allow", f"allow {allow!r} is not a list.", "a list of {rule: ID, reason: ...}")
+            self.invalid("allow", f"allow {shown(allow)} is not a list.", "a list of {rule: ID, reason: ...}")
         # The attention backend: the profile's, unless extra_args names another (it then replaces it).
         inst["attention_backend"] = None
         if inst["engine"] in VLLM_ENGINES:
             given = flag_values(inst["extra_args"] or [], ("--attention-backend",))
             inst["attention_backend"] = given[-1] if given else self.profile.get("attention_backend")
+
+
+def shown(value):
+    """A value as the inventory wrote it: null, true and false in YAML's words, anything else as its repr."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value)
 
 
 def instance_label(raw, index):
@@ -296,7 +305,7 @@ def normalize_instance(raw, index, host, profiles):
                 host,
                 f"#{index}",
                 f"volta_instances[{index}]",
-                f"entry {raw!r} is not a mapping.",
+                f"entry {shown(raw)} is not a mapping.",
                 "each instance is a mapping of fields.",
                 "write the instance as name: ..., engine: ..., model: ..., gpus: [...], port: ....",
             )

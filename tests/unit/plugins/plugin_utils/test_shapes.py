@@ -239,6 +239,12 @@ WRONG_SHAPES = [
     ("extra_args a string", {"instances": [INSTANCE | {"extra_args": "--enforce-eager"}]},
      "field extra_args: extra_args '--enforce-eager' is not a list of strings."),
     ("env a list", {"instances": [INSTANCE | {"env": ["A=1"]}]}, "field env: env ['A=1'] is not a mapping"),
+    # null and booleans in YAML's words, not Python's (before: "extra_args None", "gpus True").
+    ("extra_args null", {"instances": [INSTANCE | {"extra_args": None}]},
+     "field extra_args: extra_args null is not a list of strings."),
+    ("env null", {"instances": [INSTANCE | {"env": None}]}, "field env: env null is not a mapping of names"),
+    ("gpus a boolean", {"instances": [INSTANCE | {"gpus": True}]}, "field gpus: gpus true is not a list of GPU"),
+    ("enabled a number", {"instances": [INSTANCE | {"enabled": 1}]}, "field enabled: enabled 1 is not valid."),
     ("secret_env a string", {"instances": [INSTANCE | {"secret_env": "A=1"}]},
      "field secret_env: secret_env is not a mapping of names to values."),
     ("allow a mapping", {"instances": [INSTANCE | {"allow": {"rule": "x"}}]},
