@@ -70,8 +70,9 @@ def urllib_reader(token=None, timeout=DEFAULT_TIMEOUT, limit=_model_facts.CONFIG
 
     The token goes to the origin of *endpoint* (model_hf_endpoint; without one, of the URL read) and to
     no other: the hub redirects a file to its CDN or LFS storage with a signed URL, which needs no token.
-    That is what huggingface_hub does (src/huggingface_hub/file_download.py, _get_metadata_or_catch_error:
-    "If url domain is different => we are downloading from a CDN => url is signed => don't send auth";
+    That is what huggingface_hub does (src/huggingface_hub/file_download.py, _get_metadata_or_catch_error,
+    read at commit f7c9b7dfd5e5ee0eff8d936e17459771a578e47b: "If url domain is different => we are
+    downloading from a CDN => url is signed => don't send auth", and it drops the authorization header);
     its transports, requests and httpx, also drop Authorization on a redirect to another host), while
     open_url's redirect handler copies every header to wherever the answer points. A token is refused
     over plain http except to this machine (_model.token_transport_problem), before any connection.
