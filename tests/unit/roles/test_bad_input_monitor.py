@@ -17,7 +17,9 @@ No run reaches a host or the network.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -132,6 +134,30 @@ MONITORING = {
 }
 
 
+# playbooks/exporters.yml and playbooks/monitoring.yml run without the settings play of site.yml: the exporters
+# role and the monitoring play check every setting the host sets first, the exporters role once the facts are read
+# (the settings play leaves a setting that templates from facts to the role that reads it). Only the checks run
+# (--check, and tags that match only the tasks tagged always), on the controller.
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": str(REPO / ".venv" / "bin" / "python")}
+ALONE = {
+    "exporters.yml": {"volta": {"hosts": {
+        "fromfacts": {**LOCAL,
+                      "exporters_listen_address": "{{ ansible_facts['hostname'] }} --collector.textfile.directory=/"},
+        "port": {**LOCAL, "exporters_node_exporter_port": "9100 --web.disable-exporter-metrics"},
+    }}},
+    "monitoring.yml": {"monitoring": {"hosts": {
+        "mon-alone": {**LOCAL, "prometheus_retention_time": "30d --web.enable-admin-api"},
+    }}},
+}
+ALONE_EXPECTED = {
+    "fromfacts": "fromfacts: exporters_listen_address: \"",
+    "fromfacts-why": "--collector.textfile.directory=/\" is not an IPv4 or IPv6 address or a host name: it "
+                     "contains ' '",
+    "port": 'port: exporters_node_exporter_port: "9100 --web.disable-exporter-metrics" is not a whole number',
+    "mon-alone": 'mon-alone: prometheus_retention_time: "30d --web.enable-admin-api" is not a Prometheus duration',
+}
+
+
 def flat(text):
     return " ".join(text.split())
 
@@ -151,6 +177,23 @@ def settings(tmp_path_factory):
 @pytest.fixture(scope="module")
 def monitoring(tmp_path_factory):
     return run(tmp_path_factory, "monitoring", monitoring_inventory())
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory):
+    """Each playbook run alone on its hosts: ``{playbook: (rc, output)}``."""
+    found = {}
+    for playbook, children in ALONE.items():
+        tmp_path = tmp_path_factory.mktemp(playbook.split(".")[0])
+        inventory = tmp_path / "hosts.yml"
+        inventory.write_text(yaml.safe_dump({"all": {"children": children}}))
+        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+               "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")}
+        command = [str(REPO / ".venv" / "bin" / "ansible-playbook"), str(REPO / "playbooks" / playbook), "-i",
+                   str(inventory), "--check", "--tags", "no_task_has_this_tag"]
+        proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+        found[playbook] = (proc.returncode, proc.stdout + proc.stderr)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -222,3 +265,18 @@ def test_the_docs_show_the_example_inventory_as_it_is():
     shipped = (EXAMPLE / "hosts.yml").read_text()
     assert shown == shipped[shipped.index("all:\n"):]
     assert yaml.safe_load(shown) == yaml.safe_load(shipped)
+
+
+@pytest.mark.parametrize("name", sorted(ALONE_EXPECTED))
+def test_the_exporters_and_monitoring_playbooks_alone_check_the_settings_first(alone, name):
+    out = " ".join(flat(text) for _rc, text in alone.values())
+    assert ALONE_EXPECTED[name] in out, (name, out[-6000:])
+
+
+def test_the_playbooks_alone_stop_before_any_other_task(alone):
+    for playbook, (rc, out) in alone.items():
+        assert rc != 0, (playbook, out[-3000:])
+        _no_crash(out)
+        tasks = [line for line in out.splitlines() if line.startswith("TASK [")]
+        assert tasks[-1].startswith(("TASK [volta.serving.exporters : Check the host's name and every setting",
+                                     "TASK [Check the host's name and every setting")), (playbook, tasks)
