@@ -31,6 +31,8 @@ PUBLIC_ROLES = tuple(sorted(r for r in os.listdir(ROLES) if not r.startswith("_"
 # Secrets whose spec does not say no_log (maps that hold keys or tokens): their values are never shown.
 SECRET_OPTIONS = frozenset(("api_gateway_keys", "volta_models"))
 HOST_NAME_MAX = 253
+# The variables whose shape the serving plan checks before it reads inside them (_shapes.shape_problems).
+SHAPED = frozenset(("volta_server", "volta_instances", "api_gateway_keys", "volta_models"))
 # The strings Ansible reads as booleans (ansible.module_utils.parsing.convert_bool).
 BOOLEAN_TEXT = frozenset(("y", "yes", "on", "1", "true", "t", "n", "no", "off", "0", "false", "f"))
 INT_RE = re.compile(r"[+-]?\d{1,18}")
@@ -240,7 +242,20 @@ def scrub(text, value):
 
 
 def check_variable(host, name, value):
-    """The messages of one variable the host sets (each role that reads it: type, then its checker)."""
+    """The messages of one variable the host sets (each role that reads it: type, then its checker).
+
+    The variables whose shape preflight checks first (volta_server, volta_instances, api_gateway_keys,
+    volta_models: plugin_utils/_shapes.py) are checked with its words, which say what each field must be.
+    """
+    if name in SHAPED:
+        from ansible_collections.volta.serving.plugins.plugin_utils._shapes import shape_problems
+
+        shaped = [line for line in shape_problems(host, {name: value})
+                  if str(line).startswith((f"{host}: {name}:", f"{host}: {name}["))]
+        if shaped:
+            secret = any(row[3] for row in registry().get(name, ()))
+            line = scrub(str(shaped[0]), value) if secret else str(shaped[0])
+            return [" ".join(line.split())]
     messages = []
     for _role, spec, checker, secret in registry().get(name, ()):
         problem = (type_problem(value, spec, secret) or choices_problem(value, spec, secret)
