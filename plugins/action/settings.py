@@ -18,7 +18,7 @@ from ansible_collections.volta.serving.plugins.plugin_utils._known_vars import (
     soften,
     unknown_variables,
 )
-from ansible_collections.volta.serving.plugins.plugin_utils._settings import check_host, registry
+from ansible_collections.volta.serving.plugins.plugin_utils._settings import all_defaults, check_host, registry
 from ansible_collections.volta.serving.plugins.plugin_utils._settings_kinds import show
 from ansible_collections.volta.serving.plugins.plugin_utils._vault import message as vault_message
 from ansible_collections.volta.serving.plugins.plugin_utils._vault import unreadable_paths
@@ -39,10 +39,13 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         own = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else task_vars
         table = registry()
+        # A host's template may name a role's default (engine_onecat_version in a wheel URL): they are there to
+        # read, below the host's own variables, also in a play that imports no role.
+        templar = self._templar.copy_with_new_env(available_variables={**all_defaults(), **task_vars})
         values, problems, warnings, vaulted = {}, [], [], []
         for name in sorted(n for n in own if n in table):
             try:
-                values[name] = self._templar.template(own[name])
+                values[name] = templar.template(own[name])
             except AnsibleError as exc:
                 if "vault" in str(exc).lower() or "decrypt" in str(exc).lower():
                     vaulted.extend(unreadable_paths(name, own[name], self._undecryptable))

@@ -20,7 +20,7 @@ import importlib
 import os
 import re
 
-from ansible_collections.volta.serving.plugins.plugin_utils._defaults import ROLES, load_yaml
+from ansible_collections.volta.serving.plugins.plugin_utils._defaults import ROLES, load_yaml, role_defaults
 from ansible_collections.volta.serving.plugins.plugin_utils._inputs import control_characters
 from ansible_collections.volta.serving.plugins.plugin_utils._settings_kinds import KINDS, NEEDS_WHY, WORD_RE, show
 
@@ -72,6 +72,15 @@ def role_options(role):
     """The options of the main entry point of *role*'s argument spec."""
     spec = load_yaml(os.path.join(ROLES, role, "meta", "argument_specs.yml")) or {}
     return ((spec.get("argument_specs") or {}).get("main") or {}).get("options") or {}
+
+
+@functools.cache
+def all_defaults():
+    """Every public role's defaults, one mapping: what a host's template may name beside its own variables."""
+    merged = {}
+    for role in PUBLIC_ROLES:
+        merged.update(role_defaults(role))
+    return merged
 
 
 @functools.cache

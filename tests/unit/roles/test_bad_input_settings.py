@@ -45,6 +45,8 @@ def serving_hosts():
         "hostkey": host(api_gateway_host_key=[SECRET]),
         "lab": host(volta_lab="yes please"),
         "archs": host(engine_llamacpp_cuda_architectures="70/../../x"),
+        # A template naming a role's default (engine_onecat_version) is rendered with it, then checked.
+        "wheelurl": host(engine_onecat_wheel_url="https://example.com/1cat-{{ engine_onecat_version }}.whl; x"),
     }
 
 
@@ -78,6 +80,8 @@ SERVING = {
     "hostkey": 'hostkey: api_gateway_host_key: "(not shown: a secret)" is a list, not text.',
     "lab": 'lab: volta_lab: "yes please" is not a boolean.',
     "archs": 'archs: engine_llamacpp_cuda_architectures: "70/../../x" is not a list of CUDA architectures',
+    "wheelurl": "wheelurl: engine_onecat_wheel_url: \"https://example.com/1cat-1.5.1.whl; x\" is not a URL: it "
+                "contains ' ' ';'",
 }
 
 
