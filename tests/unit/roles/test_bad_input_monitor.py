@@ -184,7 +184,7 @@ def alone(tmp_path_factory):
     """Each playbook run alone on its hosts: ``{playbook: (rc, output)}``."""
     found = {}
     for playbook, children in ALONE.items():
-        tmp_path = tmp_path_factory.mktemp(playbook.split(".")[0])
+        tmp_path = tmp_path_factory.mktemp(playbook.removesuffix(".yml"))
         inventory = tmp_path / "hosts.yml"
         inventory.write_text(yaml.safe_dump({"all": {"children": children}}))
         env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
