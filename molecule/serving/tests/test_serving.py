@@ -275,6 +275,17 @@ def test_no_valid_key_is_refused(path, key):
     assert request(path, key=key)["status"] in REFUSED
 
 
+def test_a_refusal_is_an_openai_error_that_says_how_to_send_the_key():
+    # Issue 53: {"error": {"message", "type", "param", "code"}}, as the openai client reads it (401, or 429 once
+    # this module's refusals passed the limit).
+    result = request("/v1/models", key="wrong-key-0123456789")
+    assert result["status"] in (401, 429), result
+    assert result["headers"]["Content-Type"] == "application/json", result
+    error = json.loads(text(result))["error"]
+    assert (error["param"], error["code"]) == (None, result["status"]), error
+    assert "Authorization: Bearer <key>" in error["message"], error
+
+
 # Every path vLLM answers without its key (/health, /ping, /version, ^/metrics(.*)$, ...), tricks on
 # /health's exact match, and the Realtime WebSocket: from the client, only /health answers.
 @pytest.mark.parametrize(
@@ -357,7 +368,9 @@ def test_requests_without_key_are_rate_limited_per_client():
     statuses = [r["status"] for r in results]
     assert set(statuses) <= {401, 429}, statuses
     assert statuses[-5:] == [429] * 5, statuses
-    assert json.loads(text(results[-1])) == {"error": "Too Many Requests"}
+    error = json.loads(text(results[-1]))["error"]  # OpenAI's error format (issue 53)
+    assert (error["type"], error["param"], error["code"]) == ("rate_limit_error", None, 429), error
+    assert "Authorization: Bearer <key>" in error["message"], error
     assert request("/v1/models", key=KEY)["status"] == 200
     assert request("/health")["status"] == 200
 

@@ -118,7 +118,8 @@ def test_requests_without_the_key_are_rate_limited(gateway):
     assert "limit_req_status 429;" in named
     assert "return" not in named
     assert "try_files /.volta-no-such-file @volta_401;" in named
-    assert "return 401 '{\"error\": \"Unauthorized\"}\\n';" in blocks(gateway)["@volta_401"]
+    # OpenAI's error format, the message naming what was wrong (tests/unit/roles/test_api_gateway_errors.py serves it).
+    assert '"message": "$volta_unauthorized_message", "type": "authentication_error"' in blocks(gateway)["@volta_401"]
     assert "WWW-Authenticate" in blocks(gateway)["@volta_401"]
     # Every keyed location answers 401 without a body, so that error_page takes it.
     assert gateway.count("            return 401;\n") == 3
