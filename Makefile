@@ -32,8 +32,11 @@ checks: setup
 fast: setup
 	@$(MAKE) --no-print-directory -j2 lint unit
 
+# make setup on its own says how to reach the venv's commands (make's own targets put it on their path).
+SETUP_HINT := setup: ansible-playbook, ansible-vault and ansible-galaxy are in $(VENV)/bin only: first run source $(VENV)/bin/activate
 setup:
 	@tests/lab/setup-controller
+	@$(if $(filter setup,$(MAKECMDGOALS)),echo "$(SETUP_HINT)",true)
 
 lab: setup
 	@$(BIN)/python tests/lab/labctl up
