@@ -160,7 +160,10 @@ def test_a_wrong_or_missing_key_is_refused_at_the_router(key):
     before = {h: served(h) for h in HOSTS}
     (result,) = send([chat(key=key)])
     assert result["status"] == 401
-    assert result["body"] == '{"error": "Unauthorized"}\n'
+    # OpenAI's error format with what to do (issue 53), as the openai client reads it.
+    error = json.loads(result["body"])["error"]
+    assert (error["type"], error["param"], error["code"]) == ("authentication_error", None, 401), error
+    assert ("No API key was sent" if key is None else "not the API key of this service") in error["message"], error
     # Refused by the router: no host saw the request.
     assert {h: served(h) for h in HOSTS} == before
 

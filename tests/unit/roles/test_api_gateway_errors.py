@@ -29,11 +29,16 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 from test_api_gateway_templates import KEY, LISTENER, render  # the same directory (pytest prepends it)
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 MIME_TYPES = Path("/etc/nginx/mime.types")
 PROBE = Path(__file__).resolve().parents[2] / "lab" / "probe"
+ROUTER = Path(__file__).resolve().parents[3] / "roles" / "router"
+BOTH = pytest.mark.parametrize("nginx", ["gateway", "router"])
 pytestmark = pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is not installed")
 
 # The engine's own errors, as vLLM writes them (ErrorResponse) and as its API-key middleware does: the gateway
@@ -41,6 +46,7 @@ pytestmark = pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is not i
 ENGINE_ERRORS = {
     404: b'{"error":{"message":"The model `x` does not exist.","type":"NotFoundError","param":null,"code":404}}',
     401: b'{"error":"Unauthorized"}',
+    502: b'{"error":{"message":"its engine is down","type":"unavailable_error","param":null,"code":502}}',
     503: b'{"error":{"message":"engine busy","type":"ServiceUnavailableError","param":null,"code":503}}',
 }
 # Requests from these loopback addresses: 429 is counted per client address, 403 needs one not allowed.
@@ -102,31 +108,86 @@ def _write_conf(tmp, listeners, **changes):
 
 
 @pytest.fixture(scope="module")
-def ports(tmp_path_factory):
-    """nginx serving the gateway: {"live": port in front of the stand-in engine, "dead": port whose engine is down}."""
-    tmp = tmp_path_factory.mktemp("gateway-errors")
-    engine = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
-    engine.daemon_threads = True
-    threading.Thread(target=engine.serve_forever, daemon=True).start()
-    live, dead = _free_port(), _free_port()
-    listeners = [_listener(live, engine.server_address[1]), _listener(dead, _free_port())]
-    conf = _write_conf(tmp, listeners, api_gateway_client_max_body_size="1k", api_gateway_proxy_read_timeout=1)
+def engine():
+    """The stand-in engine on loopback; yields its port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def _serve(tmp, conf, ports):
+    """nginx -t, then nginx serving *conf* until the generator is closed (yields once all *ports* answer)."""
     checked = subprocess.run([NGINX, "-t", "-p", str(tmp), "-c", str(conf)], capture_output=True, text=True,
                              check=False)  # fmt: skip
     assert checked.returncode == 0, checked.stderr
     nginx = subprocess.Popen([NGINX, "-p", str(tmp), "-c", str(conf), "-g", "daemon off; master_process off;"],
                              stderr=subprocess.PIPE)
-    for port in (live, dead):
+    for port in ports:
         for _attempt in range(50):
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break
             except OSError:
                 time.sleep(0.1)
-    yield {"live": live, "dead": dead}
+    yield
     nginx.terminate()
     nginx.wait(timeout=10)
-    engine.shutdown()
+
+
+def _router_conf(tmp, services, **settings):
+    """nginx.conf around roles/router's two templates as the role renders them, logs under *tmp*."""
+    variables = {
+        **yaml.safe_load((ROUTER / "defaults" / "main.yml").read_text()),
+        "ansible_managed": "managed",
+        "__router_keys_conf": str(tmp / "keys.conf"),
+        "__router_listen_prefix": "127.0.0.1:",
+        "__router_auth_scheme_re": yaml.safe_load((ROUTER / "vars" / "main.yml").read_text())[
+            "__router_auth_scheme_re"
+        ],
+        "__router_services": services,
+        **settings,
+    }
+    templar = Templar(loader=DataLoader(), variables=variables)
+    for name in ("router.conf", "keys.conf"):
+        text = templar.template(trust_as_template((ROUTER / "templates" / f"{name}.j2").read_text()))
+        (tmp / name).write_text(text.replace("/var/log/nginx/", f"{tmp}/"))
+    mime = f"    include {MIME_TYPES};\n" if MIME_TYPES.exists() else ""
+    conf = tmp / "nginx.conf"
+    conf.write_text(f"pid {tmp}/nginx.pid;\nerror_log {tmp}/error.log;\nevents {{}}\nhttp {{\n{mime}"
+                    f"    access_log off;\n    client_body_temp_path {tmp}/body;\n    proxy_temp_path {tmp}/proxy;\n"
+                    f"    include {tmp}/router.conf;\n}}\n")
+    return conf
+
+
+def _router_service(tmp, port, backend):
+    """One service of the router's plan: router port *port* -> one host's gateway on *backend*."""
+    rotation = tmp / f"{port}-gpu-a.conf"
+    rotation.write_text(f"server 127.0.0.1:{backend} max_fails=1 fail_timeout=10s;\n")
+    return {"kind": "service", "name": "lab-chat", "port": port, "key": KEY,
+            "backends": [{"id": "gpu-a", "host": "gpu-a", "address": "127.0.0.1", "port": backend,
+                          "rotation_file": str(rotation)}]}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory, engine):
+    """The gateway and the router served by nginx, each {"live": port in front of the stand-in engine, "dead": port
+    whose engine (for the router: whose every host) is down}, 1k bodies at most and 1 s for an answer."""
+    tmp = tmp_path_factory.mktemp("gateway-errors")
+    gateway = {"live": _free_port(), "dead": _free_port()}
+    listeners = [_listener(gateway["live"], engine), _listener(gateway["dead"], _free_port())]
+    conf = _write_conf(tmp, listeners, api_gateway_client_max_body_size="1k", api_gateway_proxy_read_timeout=1)
+    tmp = tmp_path_factory.mktemp("router-errors")
+    router = {"live": _free_port(), "dead": _free_port()}
+    services = [_router_service(tmp, router["live"], engine), _router_service(tmp, router["dead"], _free_port())]
+    router_conf = _router_conf(tmp, services, router_client_max_body_size="1k", router_proxy_read_timeout=1)
+    served = [_serve(conf.parent, conf, gateway.values()), _serve(tmp, router_conf, router.values())]
+    for each in served:
+        next(each)
+    yield {"gateway": gateway, "router": router}
+    for each in served:
+        next(each, None)
 
 
 def _request(port, path, key=None, method="GET", body=None, source="127.0.0.1", headers=None):
@@ -154,57 +215,74 @@ def _openai_error(answer, status, kind, words):
     return error
 
 
-def test_no_key_is_401_that_says_how_to_send_the_key(ports):
+@BOTH
+def test_no_key_is_401_that_says_how_to_send_the_key(servers, nginx):
     # .html: the host's nginx.conf maps extensions to types (mime.types), the error stays JSON.
-    answer = _request(ports["live"], "/v1/index.html")
+    answer = _request(servers[nginx]["live"], "/v1/index.html")
     error = _openai_error(answer, 401, "authentication_error", "No API key was sent")
     assert "Authorization: Bearer <key>" in error["message"]
     assert answer[1]["WWW-Authenticate"] == 'Bearer realm="volta"'
 
 
+@BOTH
 @pytest.mark.parametrize("path", ["/v1/models", "/metrics", "/v1/realtime"])
 @pytest.mark.parametrize("header", [f"Bearer {KEY}x", f"Basic {KEY}", "Bearer"], ids=["wrong", "basic", "no-key"])
-def test_a_wrong_key_is_401_that_says_the_key_is_not_this_services(ports, path, header):
-    answer = _request(ports["live"], path, headers={"Authorization": header})
+def test_a_wrong_key_is_401_that_says_the_key_is_not_this_services(servers, nginx, path, header):
+    if (nginx, path) == ("router", "/metrics"):
+        pytest.skip("the router serves no metrics: 404 whatever the key")
+    answer = _request(servers[nginx]["live"], path, headers={"Authorization": header})
     error = _openai_error(answer, 401, "authentication_error", "not the API key of this service")
     assert "Authorization: Bearer <key>" in error["message"]
     assert KEY not in error["message"]
     assert answer[1]["WWW-Authenticate"] == 'Bearer realm="volta"'
 
 
-def test_metrics_from_an_address_not_allowed_is_403(ports):
-    answer = _request(ports["live"], "/metrics", key=KEY, source=METRICS_STRANGER)
+def test_gateway_metrics_from_an_address_not_allowed_is_403(servers):
+    answer = _request(servers["gateway"]["live"], "/metrics", key=KEY, source=METRICS_STRANGER)
     _openai_error(answer, 403, "permission_error", "api_gateway_metrics_allow")
 
 
-def test_a_body_too_large_is_413_that_names_the_limit(ports):
-    answer = _request(ports["live"], "/v1/chat/completions", key=KEY, method="POST", body=b"x" * 4096,
+@pytest.mark.parametrize("path", ["/metrics", "/metrics/x"])
+def test_router_metrics_are_404_that_says_where_they_are(servers, path):
+    _openai_error(_request(servers["router"]["live"], path, key=KEY), 404, "not_found_error", "gateway of each host")
+
+
+@BOTH
+def test_a_body_too_large_is_413_that_names_the_limit(servers, nginx):
+    answer = _request(servers[nginx]["live"], "/v1/chat/completions", key=KEY, method="POST", body=b"x" * 4096,
                       headers={"Content-Type": "application/json"})  # fmt: skip
     _openai_error(answer, 413, "invalid_request_error", "larger than 1k")
 
 
-def test_past_the_limit_of_requests_without_the_key_is_429(ports):
-    # 30r/m with bursts of 20 (the role's defaults), from a client address of its own.
-    answers = [_request(ports["live"], "/v1/models", key="wrong", source=LIMITED_CLIENT) for _ in range(25)]
+@BOTH
+def test_past_the_limit_of_requests_without_the_key_is_429(servers, nginx):
+    # 30r/m with bursts of 20 (the roles' defaults), from a client address of its own.
+    live = servers[nginx]["live"]
+    answers = [_request(live, "/v1/models", key="wrong", source=LIMITED_CLIENT) for _ in range(25)]
     assert [a[0] for a in answers[:5]] == [401] * 5
     error = _openai_error(answers[-1], 429, "rate_limit_error", "Too many requests without the API key")
     assert "Authorization: Bearer <key>" in error["message"]
     # Requests with the key from that client are never limited.
-    assert _request(ports["live"], "/v1/models", key=KEY, source=LIMITED_CLIENT)[0] == 200
+    assert _request(live, "/v1/models", key=KEY, source=LIMITED_CLIENT)[0] == 200
 
 
+@BOTH
 @pytest.mark.parametrize("path", ["/v1/models", "/health"])
-def test_an_engine_that_is_down_is_502_retry_in_a_few_seconds(ports, path):
-    _openai_error(_request(ports["dead"], path, key=KEY), 502, "unavailable_error", "retry in a few seconds")
+def test_an_engine_that_is_down_is_502_retry_in_a_few_seconds(servers, nginx, path):
+    answer = _request(servers[nginx]["dead"], path, key=KEY)
+    _openai_error(answer, 502, "unavailable_error", "retry in a few seconds")
 
 
-def test_an_engine_too_slow_is_504_that_names_the_timeout(ports):
-    _openai_error(_request(ports["live"], "/slow", key=KEY), 504, "timeout_error", "within 1 s")
+@BOTH
+def test_an_engine_too_slow_is_504_that_names_the_timeout(servers, nginx):
+    _openai_error(_request(servers[nginx]["live"], "/slow", key=KEY), 504, "timeout_error", "within 1 s")
 
 
+@BOTH
 @pytest.mark.parametrize("status", sorted(ENGINE_ERRORS))
-def test_the_engines_own_errors_pass_unchanged(ports, status):
-    code, headers, body = _request(ports["live"], f"/engine-error/{status}", key=KEY)
+def test_the_engines_own_errors_pass_unchanged(servers, nginx, status):
+    # A 502 a host's gateway answers (its engine is down) reaches the client through the router as it was.
+    code, headers, body = _request(servers[nginx]["live"], f"/engine-error/{status}", key=KEY)
     assert (code, body) == (status, ENGINE_ERRORS[status])
     assert "WWW-Authenticate" not in headers
 
@@ -238,14 +316,16 @@ def openai_python():
 
 
 @pytest.mark.parametrize(
-    ("port", "key", "call", "raised", "words"),
-    [("live", "wrong", "models", "AuthenticationError", "not the API key of this service"),
-     ("live", KEY, "chat", "APIStatusError", "larger than 1k"),
-     ("dead", KEY, "models", "InternalServerError", "retry in a few seconds")],
-    ids=["401", "413", "502"],
+    ("nginx", "port", "key", "call", "raised", "words"),
+    [("gateway", "live", "wrong", "models", "AuthenticationError", "not the API key of this service"),
+     ("gateway", "live", KEY, "chat", "APIStatusError", "larger than 1k"),
+     ("gateway", "dead", KEY, "models", "InternalServerError", "retry in a few seconds"),
+     ("router", "live", "wrong", "models", "AuthenticationError", "not the API key of this service"),
+     ("router", "dead", KEY, "models", "InternalServerError", "retry in a few seconds")],
+    ids=["gateway-401", "gateway-413", "gateway-502", "router-401", "router-502"],
 )  # fmt: skip
-def test_the_openai_client_shows_the_message(ports, openai_python, port, key, call, raised, words):
-    base = f"http://127.0.0.1:{ports[port]}/v1"
+def test_the_openai_client_shows_the_message(servers, openai_python, nginx, port, key, call, raised, words):
+    base = f"http://127.0.0.1:{servers[nginx][port]}/v1"
     run = subprocess.run([openai_python, "-c", CLIENT, base, key, call], capture_output=True, text=True, check=False,
                          timeout=60)  # fmt: skip
     assert run.returncode == 0, run.stderr
