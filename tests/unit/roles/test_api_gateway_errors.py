@@ -17,6 +17,7 @@ of a stand-in engine; the client checks run the real ``openai`` client of the la
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import http.server
 import json
@@ -117,8 +118,9 @@ def engine():
     server.shutdown()
 
 
+@contextlib.contextmanager
 def _serve(tmp, conf, ports):
-    """nginx -t, then nginx serving *conf* until the generator is closed (yields once all *ports* answer)."""
+    """nginx -t, then nginx serving *conf* for the block (entered once all *ports* answer)."""
     checked = subprocess.run([NGINX, "-t", "-p", str(tmp), "-c", str(conf)], capture_output=True, text=True,
                              check=False)  # fmt: skip
     assert checked.returncode == 0, checked.stderr
@@ -131,9 +133,11 @@ def _serve(tmp, conf, ports):
                 break
             except OSError:
                 time.sleep(0.1)
-    yield
-    nginx.terminate()
-    nginx.wait(timeout=10)
+    try:
+        yield
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
 
 
 def _router_conf(tmp, services, **settings):
@@ -182,12 +186,8 @@ def servers(tmp_path_factory, engine):
     router = {"live": _free_port(), "dead": _free_port()}
     services = [_router_service(tmp, router["live"], engine), _router_service(tmp, router["dead"], _free_port())]
     router_conf = _router_conf(tmp, services, router_client_max_body_size="1k", router_proxy_read_timeout=1)
-    served = [_serve(conf.parent, conf, gateway.values()), _serve(tmp, router_conf, router.values())]
-    for each in served:
-        next(each)
-    yield {"gateway": gateway, "router": router}
-    for each in served:
-        next(each, None)
+    with _serve(conf.parent, conf, gateway.values()), _serve(tmp, router_conf, router.values()):
+        yield {"gateway": gateway, "router": router}
 
 
 def _request(port, path, key=None, method="GET", body=None, source="127.0.0.1", headers=None):
@@ -258,7 +258,7 @@ def test_a_body_too_large_is_413_that_names_the_limit(servers, nginx):
 def test_past_the_limit_of_requests_without_the_key_is_429(servers, nginx):
     # 30r/m with bursts of 20 (the roles' defaults), from a client address of its own.
     live = servers[nginx]["live"]
-    answers = [_request(live, "/v1/models", key="wrong", source=LIMITED_CLIENT) for _ in range(25)]
+    answers = [_request(live, "/v1/models", key="wrong", source=LIMITED_CLIENT) for _attempt in range(25)]
     assert [a[0] for a in answers[:5]] == [401] * 5
     error = _openai_error(answers[-1], 429, "rate_limit_error", "Too many requests without the API key")
     assert "Authorization: Bearer <key>" in error["message"]
