@@ -27,7 +27,7 @@ class ActionModule(ActionBase):
         _valid, args = self.validate_argument_spec(
             argument_spec={
                 "jid": {"type": "str", "required": True},
-                "log": {"type": "str", "required": True},
+                "log": {"type": "str", "default": ""},
                 "step": {"type": "str", "required": True},
                 "timeout": {"type": "int", "default": 3600},
                 "interval": {"type": "float", "default": 2.0},
@@ -76,7 +76,7 @@ class ActionModule(ActionBase):
         if rc == 0:
             result["failed"] = False
             return
-        out = self._low_level_execute_command(f"tail -n 40 {shlex.quote(args['log'])}")
+        out = self._low_level_execute_command(f"tail -n 40 {shlex.quote(args['log'])}") if args["log"] else {}
         lines = out.get("stdout", "").splitlines() if out.get("rc") == 0 else []
         why = f"exit status {rc}" if rc is not None else result.get("msg") or "no result"
         result["failed"] = True
@@ -85,6 +85,8 @@ class ActionModule(ActionBase):
 
     def _problem(self, host, args):
         """A full disk or an unreachable index, read from the failed step's log; '' for anything else."""
+        if not args["log"]:
+            return ""
         out = self._low_level_execute_command(f"tail -c 16384 {shlex.quote(args['log'])}")
         text = out.get("stdout", "") if out.get("rc") == 0 else ""
         kind = faults.classify(text)
@@ -100,5 +102,7 @@ class ActionModule(ActionBase):
         return ""
 
     def _tail(self, path):
+        if not path:  # a step without a log (a module's download): the progress line gives the time only
+            return None
         out = self._low_level_execute_command(f"tail -c 4096 {shlex.quote(path)}")
         return last_line(out.get("stdout", "")) if out.get("rc") == 0 else ""

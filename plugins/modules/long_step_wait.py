@@ -26,9 +26,12 @@ options:
     type: str
     required: true
   log:
-    description: The step's log on the host; its last line is shown with the progress.
+    description:
+      - The step's log on the host; its last line is shown with the progress.
+      - Empty for a step that writes no log (a module run with async, such as a download by
+        M(ansible.builtin.get_url)); the progress line then gives the time elapsed only.
     type: str
-    required: true
+    default: ""
   step:
     description: The step's name, shown in each progress line and in a time-out message.
     type: str

@@ -39,6 +39,10 @@ def last_line(text, limit=LINE_LIMIT):
 
 
 def progress(host, step, seconds, line):
-    """``host: step: 3m20s elapsed; log: <last line>`` (``log is empty so far`` without one)."""
+    """``host: step: 3m20s elapsed; log: <last line>`` (``log is empty so far`` without one).
+
+    *line* None: a step that writes no log (a download by a module), ``host: step: 3m20s elapsed``."""
+    if line is None:
+        return f"{host}: {step}: {elapsed(seconds)} elapsed"
     tail = f"log: {line}" if line else "log is empty so far"
     return f"{host}: {step}: {elapsed(seconds)} elapsed; {tail}"

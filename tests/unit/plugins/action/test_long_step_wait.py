@@ -82,3 +82,21 @@ def test_finish_passes_a_step_that_passed(tmp_path):
     result = run(tmp_path, "echo fine", finish=True)
     assert result["rc"] == 0 and "install torch failed" not in result.get("msg", "")
     assert not list((Path.home() / ".ansible_async").glob(result["ansible_job_id"]))
+
+
+def test_a_step_without_a_log_shows_its_time_only(tmp_path):
+    # A module run with async (a download by get_url) writes no log: the progress line has no log part.
+    tasks = [
+        {"name": "Start", "ansible.builtin.command": {"argv": ["sleep", "1.5"]}, "async": 60, "poll": 0,
+         "register": "job"},
+        {"name": "Wait", "volta.serving.long_step_wait": {
+            "jid": "{{ job.ansible_job_id }}", "step": "download of x", "interval": 0.2, "report_every": 0.5}},
+    ]
+    play = [{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": tasks}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=str(REPO / ".venv" / "bin" / "python"))
+    done = subprocess.run([str(PLAYBOOK), "-i", "localhost,", str(tmp_path / "play.yml")],
+                          cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("localhost: download of x: ")]
+    assert lines and all(line.endswith("s elapsed") for line in lines), done.stdout

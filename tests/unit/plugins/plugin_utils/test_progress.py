@@ -30,3 +30,4 @@ def test_progress_names_host_step_time_and_log():
     assert progress("server-a", "build vllm", 754.2, "[212/377] Building CUDA object x.o") == (
         "server-a: build vllm: 12m34s elapsed; log: [212/377] Building CUDA object x.o")
     assert progress("server-a", "install torch", 3, "") == "server-a: install torch: 3s elapsed; log is empty so far"
+    assert progress("server-a", "download of x", 75, None) == "server-a: download of x: 1m15s elapsed"
