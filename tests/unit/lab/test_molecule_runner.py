@@ -187,3 +187,64 @@ def test_a_scenario_runs_in_an_extra_lane_while_the_machine_is_idle(monkeypatch,
     assert "=== lane 2 opens for one scenario: the machine was 40% idle over the last 30 s" in out
     assert sorted(lanes.values()) == [1, 1, 2]
     assert "3 of 3 scenario(s) ran in" in out and "on 1 lane(s) and 1 extra lane(s) opened while" in out
+
+
+# A first run and its rerun of the site scenario, in the shape of its log (molecule's bar, wrapped lines).
+SITE = """\
+    9.0 INFO     site ➜ prepare: Executing
+   10.0   \x1b[2m│\x1b[0m [WARNING]: a warning of the prepare, which is not the playbooks' run
+   12.9 INFO     site ➜ converge: Executing
+   16.7   \x1b[35m│\x1b[0m \x1b[35m[WARNING]: site-v100: instance chat: field dtype: /srv/models/lab-chat is a\x1b[0m
+   16.7   \x1b[35m│\x1b[0m \x1b[35m  bfloat16 checkpoint (torch_dtype in config.json), served as float16\x1b[0m
+   16.7   \x1b[2m│\x1b[0m ok: [site-v100]
+   58.3   \x1b[2m│\x1b[0m skipping: [site-v100]
+   58.3   \x1b[35m│\x1b[0m \x1b[35m[WARNING]: Encountered 1 template error.\x1b[0m
+   58.3   \x1b[2m│\x1b[0m error 1 - '__engine_llamacpp' is undefined
+   58.3   \x1b[2m│\x1b[0m Origin:
+   58.3   \x1b[2m│\x1b[0m   /work/main/roles/engine/tasks/plan.yml:102:13
+   58.3   \x1b[2m│\x1b[0m
+  119.7 INFO     site ➜ converge: Executed: Successful
+  119.7 INFO     site ➜ idempotence: Executing
+  123.2   \x1b[35m│\x1b[0m \x1b[35m[WARNING]: Could not match supplied host pattern, ignoring: volta_router\x1b[0m
+  134.7 INFO     site ➜ side_effect: Executing
+  140.0   \x1b[2m│\x1b[0m [WARNING]: a warning the side effect provokes on purpose
+"""
+
+
+def test_the_warnings_of_the_first_run_and_its_rerun_are_read_whole():
+    assert runner.ansible_warnings(SITE) == [
+        "site-v100: instance chat: field dtype: /srv/models/lab-chat is a bfloat16 checkpoint (torch_dtype in "
+        "config.json), served as float16",
+        "Encountered 1 template error. error 1 - '__engine_llamacpp' is undefined Origin: "
+        "/work/main/roles/engine/tasks/plan.yml:102:13",
+        "Could not match supplied host pattern, ignoring: volta_router",
+    ]
+
+
+def test_a_warning_that_is_not_a_real_one_of_the_scenario_fails_it_once_with_the_alarms_last(
+        monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(runner, "TOP", tmp_path)
+    monkeypatch.setattr(runner, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(runner.time, "sleep", lambda _: None)
+    monkeypatch.setattr(runner, "run_logged", lambda argv, log: log.write_text(SITE) and 0)
+    assert runner.main(["--lanes", "1", "--retries", "1", "site"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("=== molecule test -s site") == 1
+    why = out[out.index("=== why site failed"):].splitlines()[1:]
+    assert why == [
+        "false alarms: 2 warning(s) of converge and idempotence that are not real problems of the scenario's "
+        "inventory (REAL_WARNINGS in tests/molecule/run):",
+        "false alarm: Encountered 1 template error. error 1 - '__engine_llamacpp' is undefined Origin: "
+        "/work/main/roles/engine/tasks/plan.yml:102:13",
+        "false alarm: Could not match supplied host pattern, ignoring: volta_router",
+    ]
+
+
+def test_a_scenario_whose_warnings_are_all_real_passes(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(runner, "TOP", tmp_path)
+    monkeypatch.setattr(runner, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(runner.time, "sleep", lambda _: None)
+    real = "\n".join(row for row in SITE.splitlines() if "template" not in row and "volta_router" not in row)
+    monkeypatch.setattr(runner, "run_logged", lambda argv, log: log.write_text(real) and 0)
+    assert runner.main(["--lanes", "1", "site"]) == 0
+    assert "    site                 passed" in capsys.readouterr().out
