@@ -287,17 +287,27 @@ def _validate(module, plan, written):
     for kind, want, changes, _current, _uid, _gid in plan:
         if kind != "file" or not want.get("validate") or not {"created", "content"} & set(changes):
             continue
-        fd, tmp = tempfile.mkstemp(prefix="volta-validate-", dir=module.tmpdir)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(want["content"])
+        # In the system's temporary directory, not module.tmpdir: that one is Ansible's remote_tmp, which a
+        # module run through pipelining creates on a fresh host, warning that it "did not exist".
+        fd, tmp = tempfile.mkstemp(prefix="volta-validate-")
         try:
-            argv = _files.validate_argv(want["validate"], tmp)
-        except ValueError as err:
-            module.fail_json(msg=f"{want['path']}: {err}")
-        rc, out, err = module.run_command(argv)
-        if rc != 0:
-            module.fail_json(msg=f"{want['path']}: the new content fails `{want['validate']}` (rc {rc}): "
-                                 f"{(err or out).strip()[-1500:]}. {unchanged}")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(want["content"])
+            _run_validate(module, want, tmp, unchanged)
+        finally:  # also when fail_json exits
+            os.unlink(tmp)
+
+
+def _run_validate(module, want, tmp, unchanged):
+    """want's validate command on *tmp* (its new content); fail_json naming the file when it fails."""
+    try:
+        argv = _files.validate_argv(want["validate"], tmp)
+    except ValueError as err:
+        module.fail_json(msg=f"{want['path']}: {err}")
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        module.fail_json(msg=f"{want['path']}: the new content fails `{want['validate']}` (rc {rc}): "
+                             f"{(err or out).strip()[-1500:]}. {unchanged}")
 
 
 def _apply_file(module, want, uid, gid):

@@ -253,3 +253,20 @@ def test_a_bad_manifest_match_is_named(capsys, tmp_path):
     assert rc == 1
     assert out["msg"].startswith(f"{tmp_path / 'etc' / '.list'}: match '([' is not a regular expression (")
     assert not (tmp_path / "etc").exists()
+
+
+@pytest.mark.parametrize("check", ["grep -q a %s", "grep -q never %s"])
+def test_validation_needs_no_remote_tmp_and_leaves_no_file(capsys, tmp_path, monkeypatch, check):
+    # A fresh host has no ~/.ansible/tmp (Ansible's remote_tmp): a module that asks for module.tmpdir then
+    # creates it, warning "Module remote_tmp ... did not exist". The validation copy goes to the system's
+    # temporary directory, and is removed whether the check passes or fails.
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(system_tmp))
+    args = {"_ansible_remote_tmp": str(tmp_path / "remote-tmp"), **spec(tmp_path, validate=check)}
+    with patch_module_args(args), pytest.raises(SystemExit):
+        files.main()
+    out = json.loads(capsys.readouterr().out)
+    assert not out.get("warnings"), out
+    assert not (tmp_path / "remote-tmp").exists()
+    assert list(system_tmp.iterdir()) == []
