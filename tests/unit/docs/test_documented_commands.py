@@ -182,7 +182,7 @@ def test_the_readme_documents_the_venv_before_its_first_ansible_command():
 
 def test_the_pages_document_commands():
     entries = [e for page in pages() for e in documented_commands(page)]
-    kinds = {command.split(" ", 1)[0] for _, command in entries}
+    kinds = {entry[1].split(" ", 1)[0] for entry in entries}
     assert set(COMMANDS) <= kinds, kinds
     assert len(entries) >= 30, entries
 
