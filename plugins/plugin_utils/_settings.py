@@ -260,7 +260,7 @@ def check_variable(host, name, value):
         from ansible_collections.volta.serving.plugins.plugin_utils._shapes import shape_problems
 
         shaped = [line for line in shape_problems(host, {name: value})
-                  if str(line).startswith((f"{host}: {name}:", f"{host}: {name}["))]
+                  if str(line).startswith((f"{host}: {name}:", f"{host}: {name}[", f"{host}: {name}."))]
         if shaped:
             secret = any(row[3] for row in registry().get(name, ()))
             line = scrub(str(shaped[0]), value) if secret else str(shaped[0])

@@ -77,8 +77,8 @@ def test_artifact_has_no_tests_lab_or_lab_inventories(artifact):
     assert "plugins/modules/gpu_facts.py" in names
     assert "playbooks/discover.yml" in names
     inventories = {n.split("/")[1] for n in names if n.startswith("inventories/") and n.count("/") >= 1}
-    # The examples an operator copies (one server; one instance over two); never the lab's.
-    assert inventories == {"example", "example-cluster"}, inventories
+    # The examples an operator copies (one server; one instance over two; a monitoring host); never the lab's.
+    assert inventories == {"example", "example-cluster", "example-monitoring"}, inventories
 
 
 EXAMPLE_FILES = ("hosts.yml", "host_vars/gpu01.yml", "group_vars/volta/main.yml", "group_vars/volta/vault.yml")
