@@ -114,6 +114,7 @@ def _render_config(tmp_path, **overrides):
     variables.update(__prometheus_rules=str(tmp_path / "volta-alerts.yml"), __prometheus_key_dir=str(tmp_path))
     hostvars = {"gpu01": {"ansible_host": "192.0.2.10", "exporters_listen_address": "0.0.0.0",  # noqa: S104
                           "api_gateway_metrics_allow": ["192.0.2.50"], "api_gateway_keys": {"chat": "k" * 40},
+                          "api_gateway_metrics_key": "m" * 40,  # Prometheus scrapes with the metrics-only key
                           "firewall_metrics_cidrs": ["192.0.2.50/32"],
                           "volta_instances": [{"name": "chat", "port": 8001}]}}
     targets = _monitoring.scrape_targets(["gpu01"], hostvars)
@@ -128,13 +129,14 @@ def test_rendered_configuration_passes_promtool_check_config(promtool, tmp_path)
     config = _render_config(tmp_path, prometheus_alertmanagers=["192.0.2.60:9093"])
     # As the role orders it: the rules and the key file exist before the configuration is checked.
     shutil.copy(RULES, tmp_path / "volta-alerts.yml")
-    (tmp_path / "gpu01-chat.key").write_text("k" * 40, encoding="utf-8")
+    (tmp_path / "gpu01-chat.key").write_text("m" * 40, encoding="utf-8")
     proc = promtool_run(promtool, "check", "config", str(config))
     assert proc.returncode == 0, proc.stdout + proc.stderr + config.read_text(encoding="utf-8")
     parsed = yaml.safe_load(config.read_text(encoding="utf-8"))
     assert [c["job_name"] for c in parsed["scrape_configs"]] == [
         "prometheus", "volta-node", "volta-gpu", "volta-engine-gpu01-chat"]
-    assert "k" * 40 not in config.read_text(encoding="utf-8")
+    text = config.read_text(encoding="utf-8")
+    assert "k" * 40 not in text and "m" * 40 not in text
 
 
 def test_promtool_check_config_needs_the_key_file_first(promtool, tmp_path):
