@@ -15,8 +15,8 @@ No run reaches a host or the network.
 from __future__ import annotations
 
 import pytest
-import yaml
-from test_preflight_controller import KEY, host, run_site
+from bad_input import flat, run
+from test_preflight_controller import KEY, host
 
 SECRET = "do-not-show-this-key-0123456789abcdef"  # noqa: S105  a test value, asserted never shown
 
@@ -109,17 +109,6 @@ OTHERS = {
             "volta.serving role",
     "mon1-fix": "Fix: did you mean prometheus_retention_time?",
 }
-
-
-def flat(text):
-    return " ".join(text.split())
-
-
-def run(tmp_path_factory, name, inventory):
-    tmp_path = tmp_path_factory.mktemp(name)
-    path = tmp_path / "hosts.yml"
-    path.write_text(yaml.safe_dump(inventory))
-    return run_site(tmp_path, path)
 
 
 @pytest.fixture(scope="module")
